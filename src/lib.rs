@@ -1,0 +1,32 @@
+//! gnnkern: the two sparse primitives of graph neural networks — g-SpMM
+//! and g-SDDMM — with every DGL operator, reducer and gradient, behind one
+//! dispatch layer over interchangeable backends.
+//!
+//! ```
+//! use gnnkern::{Exec, Graph, SpmmIo, SpmmSpec, Tensor};
+//! // 3 nodes, edges 0->2, 1->2: node 2 sums its neighbours' features.
+//! let g = Graph::<i32>::from_coo(3, 3, vec![0, 1], vec![2, 2]).unwrap();
+//! let x = Tensor::from_vec(vec![1.0, 2.0, 3.0], vec![3, 1]).unwrap();
+//! let mut out = Tensor::zeros(&[3, 1]).unwrap();
+//! let spec = SpmmSpec::from_name("copy_u_sum").unwrap();
+//! Exec::default().gspmm(&g, spec, SpmmIo::new(Some(x.view()), None, out.view_mut())).unwrap();
+//! assert_eq!(out.data(), &[0.0, 0.0, 3.0]);
+//! ```
+//!
+//! See `docs/ARCHITECTURE.md` for the layers and where each kind of change goes.
+
+pub mod backend;
+mod error;
+pub mod graph;
+mod ops;
+mod spec;
+pub mod tensor;
+
+pub use backend::{BackendChoice, BackendKind};
+pub use error::{Error, Result};
+pub use gnnkern_simd::index::Index;
+pub use gnnkern_simd::op;
+pub use graph::Graph;
+pub use ops::{Exec, SddmmIo, SpmmIo};
+pub use spec::{SddmmSpec, SpmmSpec};
+pub use tensor::{Element, Tensor, TensorMut, TensorRef};
