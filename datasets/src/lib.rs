@@ -1,0 +1,1 @@
+//! Graph dataset loaders and generators for gnnkern.

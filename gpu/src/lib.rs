@@ -1,0 +1,1 @@
+//! Portable GPU path of gnnkern (wgpu compute shaders).
