@@ -14,6 +14,10 @@
 //! the `GNNKERN_BACKEND` environment variable (`auto`, `reference`, `simd`,
 //! ...), read once on first use.
 
+#[cfg(feature = "gpu")]
+pub mod gpu;
+#[cfg(feature = "mkl")]
+pub mod mkl;
 pub mod reference;
 
 use crate::graph::Graph;
@@ -28,16 +32,23 @@ use std::sync::OnceLock;
 pub enum BackendKind {
     /// Plain loops accumulating in f64: the oracle.
     Reference,
+    /// Intel MKL sparse BLAS (`mkl_sparse_s_mm`), for sum/mean aggregation on large graphs
+    /// (cargo feature `mkl`).
+    Mkl,
+    /// wgpu compute shaders (cargo feature `gpu`).
+    Gpu,
 }
 
 impl BackendKind {
     /// Every backend, in the order `auto` tries them.
-    pub const ALL: &'static [BackendKind] = &[BackendKind::Reference];
+    pub const ALL: &'static [BackendKind] = &[BackendKind::Reference, BackendKind::Mkl, BackendKind::Gpu];
 
     /// Lower-case name (`reference`, `simd`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             BackendKind::Reference => "reference",
+            BackendKind::Mkl => "mkl",
+            BackendKind::Gpu => "gpu",
         }
     }
 
@@ -54,7 +65,23 @@ impl BackendKind {
     pub fn availability(self) -> Result<()> {
         match self {
             BackendKind::Reference => Ok(()),
+            #[cfg(feature = "mkl")]
+            BackendKind::Mkl => mkl::availability(),
+            #[cfg(feature = "gpu")]
+            BackendKind::Gpu => gpu::availability(),
+            #[cfg(not(feature = "mkl"))]
+            BackendKind::Mkl => Err(not_built(self, "mkl")),
+            #[cfg(not(feature = "gpu"))]
+            BackendKind::Gpu => Err(not_built(self, "gpu")),
         }
+    }
+}
+
+#[cfg(not(all(feature = "mkl", feature = "gpu")))]
+fn not_built(kind: BackendKind, feature: &str) -> Error {
+    Error::BackendUnavailable {
+        backend: kind.name(),
+        reason: format!("gnnkern was built without the `{feature}` cargo feature"),
     }
 }
 
@@ -255,6 +282,18 @@ macro_rules! dispatch_call {
                     let $b = reference::Reference;
                     $run
                 }
+                #[cfg(feature = "mkl")]
+                BackendKind::Mkl => {
+                    let $b = mkl::Mkl::get()?;
+                    $run
+                }
+                #[cfg(feature = "gpu")]
+                BackendKind::Gpu => {
+                    let $b = gpu::Gpu::get()?;
+                    $run
+                }
+                #[cfg(not(all(feature = "mkl", feature = "gpu")))]
+                other => Err(not_built(other, other.name())),
             };
             match result {
                 Ok(()) => {
