@@ -7,6 +7,10 @@
 //! from `try_new()` (which checks the CPU) or an `unsafe new_unchecked()`,
 //! so holding one proves the instructions exist.
 
+mod level;
+
+pub use level::{IsaLevel, IsaUnsupported, active_level, with_level};
+
 /// The vocabulary of one instruction set over `f32` lanes.
 ///
 /// Methods take `self` (the token) so a kernel generic over `S: Simd` can
