@@ -32,6 +32,7 @@ pub mod rng;
 mod sample;
 pub mod snap;
 mod spec;
+mod text;
 
 pub use dataset::{Dataset, Features, IndexWidth};
 pub use dir::{load_dir, write_dir};
