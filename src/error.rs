@@ -63,4 +63,10 @@ pub enum Error {
     /// A failure inside a device backend (lost device, out of memory, ...).
     #[error("device error in backend {backend}: {message}")]
     Device { backend: &'static str, message: String },
+
+    /// An arg array handed to a backward pass that its forward pass cannot
+    /// have produced (an edge that does not enter the row's destination, a
+    /// row outside its segment, -1 for a non-empty row, ...).
+    #[error("{what}[{position}] = {value} {problem}")]
+    BadArg { what: &'static str, position: usize, value: i64, problem: String },
 }

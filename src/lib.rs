@@ -16,9 +16,11 @@
 //! See `docs/ARCHITECTURE.md` for the layers and where each kind of change goes.
 
 pub mod backend;
+pub mod capi;
 mod error;
 pub mod graph;
 mod ops;
+pub mod segment;
 mod spec;
 pub mod tensor;
 
@@ -27,6 +29,8 @@ pub use error::{Error, Result};
 pub use gnnkern_simd::index::Index;
 pub use gnnkern_simd::op;
 pub use graph::Graph;
-pub use ops::{Exec, SddmmIo, SpmmIo};
+pub use ops::{
+    Exec, Gradients, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmGradInputs, SpmmIo, SpmmOutput, Wanted,
+};
 pub use spec::{SddmmSpec, SpmmSpec};
 pub use tensor::{Element, Tensor, TensorMut, TensorRef};

@@ -6,7 +6,12 @@
 //! overwrite mode into caller-provided buffers; the library never allocates
 //! an `E × d` message tensor.
 
+mod alloc;
+mod grad;
 mod validate;
+
+pub use alloc::{Gradients, SpmmGradInputs, SpmmOutput, Wanted};
+pub use grad::{SddmmBackwardIo, SpmmBackwardIo};
 
 use crate::backend::{self, BackendChoice, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, SddmmCall, SpmmCall};
 use crate::graph::Graph;

@@ -81,6 +81,16 @@ pub(crate) fn output(what: &str, out: &TensorMut<'_>, rows: usize, out_feat: &[u
     Ok(())
 }
 
+/// A read-only tensor must be `[rows, feat...]`.
+pub(crate) fn tensor_shape(what: &str, actual: &[usize], rows: usize, feat: &[usize]) -> Result<()> {
+    let mut expected = vec![rows];
+    expected.extend_from_slice(feat);
+    if actual != expected.as_slice() {
+        return Err(Error::BadShape { what: what.to_string(), expected, actual: actual.to_vec() });
+    }
+    Ok(())
+}
+
 /// Arg outputs exist only for max/min and then have the output's length.
 pub(crate) fn arg_outputs<R: Reducer, I: Index>(
     out_len: usize,
