@@ -146,7 +146,9 @@ fn relation_ids_are_checked_against_num_relations() {
     let tmp = written();
     set_meta(tmp.path(), |m| m["num_relations"] = 2.into());
     match load_dir(tmp.path()).unwrap_err() {
-        DatasetError::IdOutOfRange { path, position: 3, value: 2, bound: 2 } => assert_eq!(file_name(&path), "etype.bin"),
+        DatasetError::IdOutOfRange { path, position: 3, value: 2, bound: 2 } => {
+            assert_eq!(file_name(&path), "etype.bin")
+        }
         e => panic!("wrong error: {e}"),
     }
 }
@@ -177,7 +179,12 @@ fn meta_error_field(edit: impl FnOnce(&mut serde_json::Value)) -> String {
 #[test]
 fn bad_meta_fields_are_named() {
     let obj = |m: &mut serde_json::Value| m.as_object_mut().unwrap().clone();
-    assert_eq!(meta_error_field(|m| { m.as_object_mut().unwrap().remove("num_nodes"); }), "num_nodes");
+    assert_eq!(
+        meta_error_field(|m| {
+            m.as_object_mut().unwrap().remove("num_nodes");
+        }),
+        "num_nodes"
+    );
     assert_eq!(meta_error_field(|m| m["num_edges"] = (-6).into()), "num_edges");
     assert_eq!(meta_error_field(|m| m["num_edges"] = "six".into()), "num_edges");
     assert_eq!(meta_error_field(|m| m["feat_dim"] = 2.5.into()), "feat_dim");

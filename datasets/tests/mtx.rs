@@ -27,7 +27,8 @@ fn general_pattern_is_one_edge_per_entry() {
 #[test]
 fn symmetric_expands_both_directions_and_keeps_the_diagonal_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let p = put(tmp.path(), "%%MatrixMarket matrix coordinate real symmetric\r\n3 3 3\r\n2 1 0.5\r\n3 3 -2\r\n3 1 1e3\r\n");
+    let p =
+        put(tmp.path(), "%%MatrixMarket matrix coordinate real symmetric\r\n3 3 3\r\n2 1 0.5\r\n3 3 -2\r\n3 1 1e3\r\n");
     let m = mtx::read(&p).unwrap();
     assert_eq!(m.row, vec![1, 0, 2, 2, 0]);
     assert_eq!(m.col, vec![0, 1, 2, 0, 2]);
@@ -93,7 +94,8 @@ fn karate_from_matrix_market_matches_the_shared_copy() {
         return;
     }
     let shared = gnnkern_datasets::load_dir(&dir).unwrap();
-    let lower: Vec<(i64, i64)> = shared.src.iter().zip(&shared.dst).filter(|(s, d)| s > d).map(|(&s, &d)| (s, d)).collect();
+    let lower: Vec<(i64, i64)> =
+        shared.src.iter().zip(&shared.dst).filter(|(s, d)| s > d).map(|(&s, &d)| (s, d)).collect();
     let mut text = format!("%%MatrixMarket matrix coordinate pattern symmetric\n34 34 {}\n", lower.len());
     for (s, d) in &lower {
         text.push_str(&format!("{} {}\n", s + 1, d + 1));

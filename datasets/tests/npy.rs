@@ -54,7 +54,10 @@ fn reads_every_dtype_and_version() {
     assert_eq!(npy::read(&p).unwrap().to_i64(), Some(vec![7, 8]));
 
     let f64s = [1.5f64];
-    let p = put(tmp.path(), &npy_bytes(1, "{\"shape\": (), \"fortran_order\": False, \"descr\": \"<f8\"}", &le(&f64s, f64::to_le_bytes)));
+    let p = put(
+        tmp.path(),
+        &npy_bytes(1, "{\"shape\": (), \"fortran_order\": False, \"descr\": \"<f8\"}", &le(&f64s, f64::to_le_bytes)),
+    );
     assert_eq!(npy::read(&p).unwrap(), NpyArray { shape: vec![], data: NpyData::F64(vec![1.5]) });
 
     let p = put(tmp.path(), &npy_bytes(1, &header("<f4", "(0, 16)"), &[]));
@@ -72,7 +75,10 @@ fn writer_output_reads_back() {
         (vec![2], NpyData::I64(vec![5, 6])),
     ] {
         npy::write(&p, &shape, &data).unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().len() as usize % 64, (data.len() * if matches!(data, NpyData::I32(_) | NpyData::F32(_)) { 4 } else { 8 }) % 64);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().len() as usize % 64,
+            (data.len() * if matches!(data, NpyData::I32(_) | NpyData::F32(_)) { 4 } else { 8 }) % 64
+        );
         assert_eq!(npy::read(&p).unwrap(), NpyArray { shape, data });
     }
     let err = npy::write(&p, &[3], &NpyData::I32(vec![1])).unwrap_err();

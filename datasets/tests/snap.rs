@@ -13,7 +13,10 @@ fn put(dir: &Path, text: &str) -> PathBuf {
 #[test]
 fn comments_separators_and_extra_columns() {
     let tmp = tempfile::tempdir().unwrap();
-    let p = put(tmp.path(), "# Directed graph\n# FromNodeId\tToNodeId\n0\t1\n1,2\n  2 0 17 1234\n% matrix-style comment\n\n3 , 3\r\n");
+    let p = put(
+        tmp.path(),
+        "# Directed graph\n# FromNodeId\tToNodeId\n0\t1\n1,2\n  2 0 17 1234\n% matrix-style comment\n\n3 , 3\r\n",
+    );
     let (ds, map) = snap::load(&p, SnapOptions::default()).unwrap();
     assert!(map.is_none());
     assert_eq!(ds.num_nodes, 4);
