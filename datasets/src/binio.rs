@@ -74,7 +74,7 @@ pub(crate) fn check_len(
 ) -> Result<usize> {
     match count {
         Some((n, why)) => {
-            let expected = (n as u64).checked_mul(elem_size as u64).unwrap_or(u64::MAX);
+            let expected = (n as u64).saturating_mul(elem_size as u64);
             if len != expected {
                 return Err(DatasetError::FileSize {
                     path: path.to_path_buf(),
@@ -86,7 +86,7 @@ pub(crate) fn check_len(
             Ok(n)
         }
         None => {
-            if len % elem_size as u64 != 0 {
+            if !len.is_multiple_of(elem_size as u64) {
                 return Err(DatasetError::RaggedFile { path: path.to_path_buf(), actual: len, elem_size, dtype });
             }
             Ok((len / elem_size as u64) as usize)

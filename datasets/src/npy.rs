@@ -115,7 +115,7 @@ pub fn read(path: &Path) -> Result<NpyArray> {
         _ => unreachable!("parse_header accepts only these descrs"),
     };
     let body = &bytes[data_start..];
-    let expected = (count as u64).checked_mul(elem).unwrap_or(u64::MAX);
+    let expected = (count as u64).saturating_mul(elem);
     if body.len() as u64 != expected {
         return Err(DatasetError::FileSize {
             path: path.to_path_buf(),

@@ -54,9 +54,11 @@ fn optional_parts_may_be_absent() {
     assert!(ds.feat.is_none() && ds.labels.is_none() && ds.train.is_none());
 }
 
-fn parse_error(edit: impl FnOnce(&Path)) -> (String, usize, String) {
+/// Replaces `file` with `content` and returns the parse error's file
+/// (relative to the root), line and message.
+fn parse_error(file: &str, content: &str) -> (String, usize, String) {
     let tmp = layout();
-    edit(tmp.path());
+    gz(&tmp.path().join(file), content);
     match ogb::load(tmp.path(), None).unwrap_err() {
         DatasetError::Parse { path, line, problem } => {
             (path.strip_prefix(tmp.path()).unwrap().display().to_string(), line, problem)
@@ -67,31 +69,22 @@ fn parse_error(edit: impl FnOnce(&Path)) -> (String, usize, String) {
 
 #[test]
 fn malformed_files_name_file_and_line() {
-    let cases: Vec<(Box<dyn FnOnce(&Path)>, &str, usize, &str)> = vec![
-        (Box::new(|r| gz(&r.join("raw/edge.csv.gz"), "0,1\n1,4\n")), "raw/edge.csv.gz", 2, "out of range 0..4"),
-        (Box::new(|r| gz(&r.join("raw/edge.csv.gz"), "0,1\n1\n")), "raw/edge.csv.gz", 2, "SRC,DST"),
-        (Box::new(|r| gz(&r.join("raw/edge.csv.gz"), "0,1\n2,0\n")), "raw/num-edge-list.csv.gz", 1, "declares 3"),
-        (
-            Box::new(|r| gz(&r.join("raw/num-node-list.csv.gz"), "4\n5\n")),
-            "raw/num-node-list.csv.gz",
-            2,
-            "single-graph",
-        ),
-        (Box::new(|r| gz(&r.join("raw/num-node-list.csv.gz"), "")), "raw/num-node-list.csv.gz", 1, "empty"),
-        (Box::new(|r| gz(&r.join("raw/node-feat.csv.gz"), "1,2\n3\n")), "raw/node-feat.csv.gz", 2, "1 features"),
-        (Box::new(|r| gz(&r.join("raw/node-feat.csv.gz"), "1,2\n3,x\n")), "raw/node-feat.csv.gz", 2, "not a number"),
-        (
-            Box::new(|r| gz(&r.join("raw/node-feat.csv.gz"), "1,2\n3,4\n")),
-            "raw/node-feat.csv.gz",
-            2,
-            "expected num_nodes",
-        ),
-        (Box::new(|r| gz(&r.join("raw/node-label.csv.gz"), "1,0\n")), "raw/node-label.csv.gz", 1, "2 label columns"),
-        (Box::new(|r| gz(&r.join("raw/node-label.csv.gz"), "1\n0.5\n")), "raw/node-label.csv.gz", 2, "not a class id"),
-        (Box::new(|r| gz(&r.join("split/time/test.csv.gz"), "2\n9\n")), "split/time/test.csv.gz", 2, "out of range"),
+    // (file replaced, its new content, file the error names, line, message)
+    let cases = [
+        ("raw/edge.csv.gz", "0,1\n1,4\n", "raw/edge.csv.gz", 2, "out of range 0..4"),
+        ("raw/edge.csv.gz", "0,1\n1\n", "raw/edge.csv.gz", 2, "SRC,DST"),
+        ("raw/edge.csv.gz", "0,1\n2,0\n", "raw/num-edge-list.csv.gz", 1, "declares 3"),
+        ("raw/num-node-list.csv.gz", "4\n5\n", "raw/num-node-list.csv.gz", 2, "single-graph"),
+        ("raw/num-node-list.csv.gz", "", "raw/num-node-list.csv.gz", 1, "empty"),
+        ("raw/node-feat.csv.gz", "1,2\n3\n", "raw/node-feat.csv.gz", 2, "1 features"),
+        ("raw/node-feat.csv.gz", "1,2\n3,x\n", "raw/node-feat.csv.gz", 2, "not a number"),
+        ("raw/node-feat.csv.gz", "1,2\n3,4\n", "raw/node-feat.csv.gz", 2, "expected num_nodes"),
+        ("raw/node-label.csv.gz", "1,0\n", "raw/node-label.csv.gz", 1, "2 label columns"),
+        ("raw/node-label.csv.gz", "1\n0.5\n", "raw/node-label.csv.gz", 2, "not a class id"),
+        ("split/time/test.csv.gz", "2\n9\n", "split/time/test.csv.gz", 2, "out of range"),
     ];
-    for (edit, file, line, want) in cases {
-        let (f, l, msg) = parse_error(edit);
+    for (replaced, content, file, line, want) in cases {
+        let (f, l, msg) = parse_error(replaced, content);
         assert_eq!((f.as_str(), l), (file, line), "{msg}");
         assert!(msg.contains(want), "{file}: got {msg:?}, want {want:?}");
     }
