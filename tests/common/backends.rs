@@ -51,9 +51,9 @@ pub fn reference() -> Exec {
     Exec::forced(BackendKind::Reference)
 }
 
-/// Every runnable candidate (the reference included: running it twice checks
-/// determinism). Panics if a required backend or ISA level is unavailable,
-/// or if a required name is not a backend this build knows.
+/// Every runnable backend other than the reference (the oracle the others
+/// are compared with). Panics if a required backend or ISA level is
+/// unavailable, or if a required name is not a backend this build knows.
 pub fn candidates() -> &'static [Candidate] {
     static CANDIDATES: OnceLock<Vec<Candidate>> = OnceLock::new();
     CANDIDATES.get_or_init(|| {
@@ -72,7 +72,7 @@ pub fn candidates() -> &'static [Candidate] {
             );
         }
         let mut out = Vec::new();
-        for &kind in BackendKind::ALL {
+        for &kind in BackendKind::ALL.iter().filter(|&&k| k != BackendKind::Reference) {
             match kind.availability() {
                 Err(e) => {
                     assert!(
@@ -103,6 +103,11 @@ pub fn candidates() -> &'static [Candidate] {
                 }
                 Ok(()) => out.push(Candidate { kind, isa: None }),
             }
+        }
+        if out.is_empty() {
+            eprintln!(
+                "note: no backend besides the reference is available: backend comparisons check the reference only"
+            );
         }
         out
     })
