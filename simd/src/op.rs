@@ -179,11 +179,18 @@ pub trait BinaryOp: Copy + Default + Send + Sync + 'static {
     fn apply_f64(a: f64, b: f64) -> f64;
     /// Vector form on the ISA `S`.
     fn apply_vec<S: Simd>(s: S, a: S::F32, b: S::F32) -> S::F32;
+    /// `acc + φ(a, b)` on the ISA `S`: the sum reducer's inner step.
+    /// Operators with a fused form override it (`mul`, `dot`: one FMA).
+    #[inline(always)]
+    fn accumulate_vec<S: Simd>(s: S, a: S::F32, b: S::F32, acc: S::F32) -> S::F32 {
+        s.add(acc, Self::apply_vec(s, a, b))
+    }
 }
 
 macro_rules! binary_op {
     ($(#[$doc:meta])* $ty:ident, $name:literal, $kind:ident, lhs: $ul:expr, rhs: $ur:expr,
-     dot: $dot:expr, wgsl: $wgsl:literal, |$a:ident, $b:ident| $scalar:expr, |$s:ident, $va:ident, $vb:ident| $vector:expr) => {
+     dot: $dot:expr, wgsl: $wgsl:literal, |$a:ident, $b:ident| $scalar:expr, |$s:ident, $va:ident, $vb:ident| $vector:expr
+     $(, fused: |$fs:ident, $fa:ident, $fb:ident, $fc:ident| $fused:expr)?) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
         pub struct $ty;
@@ -208,6 +215,12 @@ macro_rules! binary_op {
             fn apply_vec<S: Simd>($s: S, $va: S::F32, $vb: S::F32) -> S::F32 {
                 $vector
             }
+            $(
+                #[inline(always)]
+                fn accumulate_vec<S: Simd>($fs: S, $fa: S::F32, $fb: S::F32, $fc: S::F32) -> S::F32 {
+                    $fused
+                }
+            )?
         }
     };
 }
@@ -217,7 +230,8 @@ binary_op!(/// `a + b`
 binary_op!(/// `a - b`
     Sub, "sub", Sub, lhs: true, rhs: true, dot: false, wgsl: "(a - b)", |a, b| a - b, |s, a, b| s.sub(a, b));
 binary_op!(/// `a * b`
-    Mul, "mul", Mul, lhs: true, rhs: true, dot: false, wgsl: "(a * b)", |a, b| a * b, |s, a, b| s.mul(a, b));
+    Mul, "mul", Mul, lhs: true, rhs: true, dot: false, wgsl: "(a * b)", |a, b| a * b, |s, a, b| s.mul(a, b),
+    fused: |s, a, b, acc| s.mul_add(a, b, acc));
 binary_op!(/// `a / b` (IEEE: `x / 0` is ±inf or NaN)
     Div, "div", Div, lhs: true, rhs: true, dot: false, wgsl: "(a / b)", |a, b| a / b, |s, a, b| s.div(a, b));
 binary_op!(/// `a` (the rhs operand is not read)
@@ -225,7 +239,8 @@ binary_op!(/// `a` (the rhs operand is not read)
 binary_op!(/// `b` (the lhs operand is not read)
     CopyRhs, "copy_rhs", CopyRhs, lhs: false, rhs: true, dot: false, wgsl: "b", |_a, b| b, |_s, _a, b| b);
 binary_op!(/// `Σ_k a[k]·b[k]` over the last feature dimension; elementwise form `a * b`
-    Dot, "dot", Dot, lhs: true, rhs: true, dot: true, wgsl: "(a * b)", |a, b| a * b, |s, a, b| s.mul(a, b));
+    Dot, "dot", Dot, lhs: true, rhs: true, dot: true, wgsl: "(a * b)", |a, b| a * b, |s, a, b| s.mul(a, b),
+    fused: |s, a, b, acc| s.mul_add(a, b, acc));
 
 /// A reducer `ρ` over a destination's incoming messages.
 ///

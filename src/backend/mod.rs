@@ -19,6 +19,7 @@ pub mod gpu;
 #[cfg(feature = "mkl")]
 pub mod mkl;
 pub mod reference;
+pub mod simd;
 
 use crate::graph::Graph;
 use crate::{Error, Index, Result};
@@ -32,6 +33,8 @@ use std::sync::OnceLock;
 pub enum BackendKind {
     /// Plain loops accumulating in f64: the oracle.
     Reference,
+    /// The hand-tuned AVX-512 / AVX2 / portable kernels of `gnnkern-simd`.
+    Simd,
     /// Intel MKL sparse BLAS (`mkl_sparse_s_mm`), for sum/mean aggregation on large graphs
     /// (cargo feature `mkl`).
     Mkl,
@@ -41,12 +44,13 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in the order `auto` tries them.
-    pub const ALL: &'static [BackendKind] = &[BackendKind::Reference, BackendKind::Mkl, BackendKind::Gpu];
+    pub const ALL: &'static [BackendKind] = &[BackendKind::Simd, BackendKind::Reference, BackendKind::Mkl, BackendKind::Gpu];
 
     /// Lower-case name (`reference`, `simd`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             BackendKind::Reference => "reference",
+            BackendKind::Simd => "simd",
             BackendKind::Mkl => "mkl",
             BackendKind::Gpu => "gpu",
         }
@@ -64,7 +68,7 @@ impl BackendKind {
     /// `Ok` if the backend can run on this machine, else why not.
     pub fn availability(self) -> Result<()> {
         match self {
-            BackendKind::Reference => Ok(()),
+            BackendKind::Reference | BackendKind::Simd => Ok(()),
             #[cfg(feature = "mkl")]
             BackendKind::Mkl => mkl::availability(),
             #[cfg(feature = "gpu")]
@@ -86,7 +90,7 @@ fn not_built(kind: BackendKind, feature: &str) -> Error {
 }
 
 /// The order in which [`BackendChoice::Auto`] tries backends.
-pub const AUTO_ORDER: &[BackendKind] = &[BackendKind::Reference];
+pub const AUTO_ORDER: &[BackendKind] = &[BackendKind::Simd, BackendKind::Reference];
 
 /// Which backend a call may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -280,6 +284,10 @@ macro_rules! dispatch_call {
             let result = match kind {
                 BackendKind::Reference => {
                     let $b = reference::Reference;
+                    $run
+                }
+                BackendKind::Simd => {
+                    let $b = simd::Simd;
                     $run
                 }
                 #[cfg(feature = "mkl")]

@@ -32,7 +32,12 @@ pub struct IsaUnsupported {
 
 impl fmt::Display for IsaUnsupported {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ISA level {} was requested but this CPU supports at most {}", self.requested.name(), self.detected.name())
+        write!(
+            f,
+            "ISA level {} was requested but this CPU supports at most {}",
+            self.requested.name(),
+            self.detected.name()
+        )
     }
 }
 
@@ -80,7 +85,10 @@ impl IsaLevel {
                     }
                     Some(requested) => requested,
                     None => {
-                        log::warn!("GNNKERN_ISA={name} is not a level (portable, avx2, avx512); using {}", detected.name());
+                        log::warn!(
+                            "GNNKERN_ISA={name} is not a level (portable, avx2, avx512); using {}",
+                            detected.name()
+                        );
                         detected
                     }
                 },

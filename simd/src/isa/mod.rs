@@ -2,14 +2,48 @@
 //!
 //! The kernel templates (`spmm`, `sddmm`, ...) are written once against the
 //! [`Simd`] trait; each ISA module supplies only the vocabulary: load/store
-//! (with masked tails), arithmetic, and the few reductions the loops need.
+//! (with masked tails), arithmetic, compares/selects for max/min with arg
+//! outputs, and the two bit tricks the vectorised `exp` needs.
 //! A value of an ISA type is a capability token: it can be obtained only
 //! from `try_new()` (which checks the CPU) or an `unsafe new_unchecked()`,
 //! so holding one proves the instructions exist.
+//!
+//! Where AVX-512 lives: `avx512.rs`; AVX2 + FMA: `avx2.rs`; the fallback
+//! that runs anywhere: `portable.rs`. Each is one short file.
+//!
+//! Code generation: vocabulary methods are `#[inline(always)]` and contain
+//! the intrinsics. They only become AVX-512 / AVX2 instructions when they
+//! are inlined into a function compiled with those target features; that
+//! function is [`Simd::vectorize`], which each token implements as a
+//! `#[target_feature]` trampoline around a [`Task`]. Kernels therefore put
+//! one `vectorize` call *above* their row loop (per worker task) and write
+//! everything below it as `#[inline(always)]` generic code.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod level;
+mod portable;
 
+#[cfg(target_arch = "x86_64")]
+pub use avx2::Avx2;
+#[cfg(target_arch = "x86_64")]
+pub use avx512::Avx512;
 pub use level::{IsaLevel, IsaUnsupported, active_level, with_level};
+pub use portable::Portable;
+
+/// A unit of kernel work run under one ISA token (see [`Simd::vectorize`]).
+///
+/// Implementations mark `run` `#[inline(always)]` so that it, and every
+/// `#[inline(always)]` function it calls, is compiled with the token's
+/// target features.
+pub trait Task {
+    /// What the task returns.
+    type Output;
+    /// Runs the task with the vocabulary `s`.
+    fn run<S: Simd>(self, s: S) -> Self::Output;
+}
 
 /// The vocabulary of one instruction set over `f32` lanes.
 ///
@@ -18,10 +52,18 @@ pub use level::{IsaLevel, IsaUnsupported, active_level, with_level};
 pub trait Simd: Copy + Send + Sync + 'static {
     /// One vector of `f32` lanes.
     type F32: Copy;
+    /// One vector of `i32` lanes (same lane count as [`Simd::F32`]).
+    type I32: Copy;
+    /// A per-lane boolean (a k-mask on AVX-512, a lane mask elsewhere).
+    type Mask: Copy;
     /// Number of `f32` lanes in [`Simd::F32`].
     const LANES: usize;
     /// Human-readable level name (`"avx512"`, `"avx2"`, `"portable"`).
     const NAME: &'static str;
+
+    /// Runs `task` compiled for this ISA: the one place target features are
+    /// switched on. Call it above the row loop, once per worker task.
+    fn vectorize<T: Task>(self, task: T) -> T::Output;
 
     /// All lanes set to `x`.
     fn splat(self, x: f32) -> Self::F32;
@@ -37,6 +79,28 @@ pub trait Simd: Copy + Send + Sync + 'static {
     fn mul_add(self, a: Self::F32, b: Self::F32, c: Self::F32) -> Self::F32;
     /// Sum of all lanes.
     fn reduce_sum(self, a: Self::F32) -> f32;
+    /// Lane-wise `if a > b { a } else { b }` (x86 `maxps`: `b` when either is NaN).
+    fn max(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Lane-wise `if a < b { a } else { b }` (x86 `minps`: `b` when either is NaN).
+    fn min(self, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Lanes where `a < b` (ordered: false when either is NaN).
+    fn lt(self, a: Self::F32, b: Self::F32) -> Self::Mask;
+    /// Lanes where `val` replaces `acc` under max: `!acc.is_nan() && !(val <= acc)`,
+    /// i.e. [`crate::op::Max`]'s `replaces` (strictly greater, or the first NaN).
+    fn replaces_max(self, val: Self::F32, acc: Self::F32) -> Self::Mask;
+    /// Lanes where `val` replaces `acc` under min: `!acc.is_nan() && !(val >= acc)`.
+    fn replaces_min(self, val: Self::F32, acc: Self::F32) -> Self::Mask;
+    /// Lane-wise `if m { a } else { b }`.
+    fn select(self, m: Self::Mask, a: Self::F32, b: Self::F32) -> Self::F32;
+    /// Rounds to the nearest integer (ties to even), as `f32`.
+    fn round(self, a: Self::F32) -> Self::F32;
+    /// `2^n` for lanes holding integral values `n` in `-126..=127`.
+    fn pow2i(self, n: Self::F32) -> Self::F32;
+
+    /// All `i32` lanes set to `x`.
+    fn splat_i32(self, x: i32) -> Self::I32;
+    /// Lane-wise `if m { a } else { b }` on `i32` lanes.
+    fn select_i32(self, m: Self::Mask, a: Self::I32, b: Self::I32) -> Self::I32;
 
     /// Loads `LANES` values.
     ///
@@ -58,4 +122,30 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// # Safety
     /// `ptr` must be valid for writing `n` `f32`s.
     unsafe fn store_partial(self, ptr: *mut f32, v: Self::F32, n: usize);
+    /// Stores `LANES` `i32` values.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writing `LANES` `i32`s.
+    unsafe fn store_i32(self, ptr: *mut i32, v: Self::I32);
+}
+
+/// Runs `task` with the token of `level`, or of the best supported level
+/// below it. The task itself is not compiled for the ISA: drivers call
+/// [`Simd::vectorize`] once per worker task, above the row loop.
+pub fn with_token<T: Task>(level: IsaLevel, task: T) -> T::Output {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level >= IsaLevel::Avx512
+            && let Some(s) = Avx512::try_new()
+        {
+            return task.run(s);
+        }
+        if level >= IsaLevel::Avx2
+            && let Some(s) = Avx2::try_new()
+        {
+            return task.run(s);
+        }
+    }
+    let _ = level;
+    task.run(Portable)
 }

@@ -1,0 +1,177 @@
+//! x86-64-v3 vocabulary: AVX2 + FMA, 8 `f32` lanes, `vmaskmov` tails.
+
+use super::{Simd, Task};
+use std::arch::x86_64::*;
+
+/// Capability token for AVX2 + FMA. Holding one proves the CPU runs them.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx2 {
+    _private: (),
+}
+
+impl Avx2 {
+    /// The token, if this CPU supports AVX2 and FMA.
+    pub fn try_new() -> Option<Self> {
+        (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")).then_some(Self { _private: () })
+    }
+
+    /// The token without checking.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    pub unsafe fn new_unchecked() -> Self {
+        Self { _private: () }
+    }
+}
+
+#[target_feature(enable = "avx,avx2,fma")]
+fn vectorize_avx2<T: Task>(s: Avx2, task: T) -> T::Output {
+    task.run(s)
+}
+
+/// Lanes `0..n` all-ones (`n <= 8`), the mask `vmaskmovps` takes.
+#[inline(always)]
+fn tail_mask(s: Avx2, n: usize) -> __m256i {
+    let _ = s;
+    // SAFETY: the token proves AVX2. Lane i is -1 when i < n.
+    unsafe { _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)) }
+}
+
+// SAFETY (for every `unsafe` block below that calls an intrinsic): a value
+// of `Avx2` exists only if the CPU supports AVX2 and FMA.
+impl Simd for Avx2 {
+    type F32 = __m256;
+    type I32 = __m256i;
+    /// All-ones lanes where true (the form `blendvps` reads).
+    type Mask = __m256;
+    const LANES: usize = 8;
+    const NAME: &'static str = "avx2";
+
+    #[inline(always)]
+    fn vectorize<T: Task>(self, task: T) -> T::Output {
+        // SAFETY: the token proves the target features of the trampoline.
+        unsafe { vectorize_avx2(self, task) }
+    }
+
+    #[inline(always)]
+    fn splat(self, x: f32) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_set1_ps(x) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_div_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: __m256, b: __m256, c: __m256) -> __m256 {
+        // SAFETY: the token proves FMA.
+        unsafe { _mm256_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn reduce_sum(self, a: __m256) -> f32 {
+        // SAFETY: the token proves AVX (and SSE, which AVX implies).
+        unsafe {
+            let s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            let s = _mm_add_ss(s, _mm_shuffle_ps::<0b01>(s, s));
+            _mm_cvtss_f32(s)
+        }
+    }
+    #[inline(always)]
+    fn max(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn min(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn lt(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn replaces_max(self, val: __m256, acc: __m256) -> __m256 {
+        // SAFETY: the token proves AVX. NLE_UQ: `!(val <= acc)`; ORD keeps a NaN accumulator.
+        unsafe { _mm256_and_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(val, acc), _mm256_cmp_ps::<_CMP_ORD_Q>(acc, acc)) }
+    }
+    #[inline(always)]
+    fn replaces_min(self, val: __m256, acc: __m256) -> __m256 {
+        // SAFETY: the token proves AVX. NGE_UQ: `!(val >= acc)`.
+        unsafe { _mm256_and_ps(_mm256_cmp_ps::<_CMP_NGE_UQ>(val, acc), _mm256_cmp_ps::<_CMP_ORD_Q>(acc, acc)) }
+    }
+    #[inline(always)]
+    fn select(self, m: __m256, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_blendv_ps(b, a, m) }
+    }
+    #[inline(always)]
+    fn round(self, a: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
+    }
+    #[inline(always)]
+    fn pow2i(self, n: __m256) -> __m256 {
+        // SAFETY: the token proves AVX2. (n + 127) << 23 is the IEEE bit
+        // pattern of 2^n for n in -126..=127.
+        unsafe {
+            let biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+            _mm256_castsi256_ps(_mm256_slli_epi32::<23>(biased))
+        }
+    }
+    #[inline(always)]
+    fn splat_i32(self, x: i32) -> __m256i {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_set1_epi32(x) }
+    }
+    #[inline(always)]
+    fn select_i32(self, m: __m256, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the token proves AVX; blendvps moves 32-bit lanes bit-exactly.
+        unsafe { _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(b), _mm256_castsi256_ps(a), m)) }
+    }
+
+    #[inline(always)]
+    unsafe fn load(self, ptr: *const f32) -> __m256 {
+        // SAFETY: the token proves AVX; the caller guarantees 8 readable floats.
+        unsafe { _mm256_loadu_ps(ptr) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, ptr: *mut f32, v: __m256) {
+        // SAFETY: the token proves AVX; the caller guarantees 8 writable floats.
+        unsafe { _mm256_storeu_ps(ptr, v) }
+    }
+    #[inline(always)]
+    unsafe fn load_partial(self, ptr: *const f32, n: usize) -> __m256 {
+        // SAFETY: the token proves AVX2; `vmaskmovps` does not access (or
+        // fault on) masked-off lanes, and the caller guarantees `n` floats.
+        unsafe { _mm256_maskload_ps(ptr, tail_mask(self, n)) }
+    }
+    #[inline(always)]
+    unsafe fn store_partial(self, ptr: *mut f32, v: __m256, n: usize) {
+        // SAFETY: as for `load_partial`: only the first `n` lanes are written.
+        unsafe { _mm256_maskstore_ps(ptr, tail_mask(self, n), v) }
+    }
+    #[inline(always)]
+    unsafe fn store_i32(self, ptr: *mut i32, v: __m256i) {
+        // SAFETY: the token proves AVX; the caller guarantees 8 writable ints.
+        unsafe { _mm256_storeu_si256(ptr.cast(), v) }
+    }
+}

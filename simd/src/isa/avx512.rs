@@ -1,0 +1,179 @@
+//! x86-64-v4 vocabulary: AVX-512 F/BW/DQ/VL, 16 `f32` lanes, k-mask tails.
+
+use super::{Simd, Task};
+use std::arch::x86_64::*;
+
+/// Capability token for AVX-512 F/BW/DQ/VL (plus AVX2 and FMA, which every
+/// such CPU has). Holding one proves the CPU runs these instructions.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx512 {
+    _private: (),
+}
+
+impl Avx512 {
+    /// The token, if this CPU supports AVX-512 F/BW/DQ/VL.
+    pub fn try_new() -> Option<Self> {
+        let ok = is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512dq")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma");
+        ok.then_some(Self { _private: () })
+    }
+
+    /// The token without checking.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F, BW, DQ and VL, AVX2 and FMA.
+    pub unsafe fn new_unchecked() -> Self {
+        Self { _private: () }
+    }
+}
+
+/// `n` low bits set: the lanes of a partial vector (`n <= 16`).
+#[inline(always)]
+fn tail_mask(n: usize) -> __mmask16 {
+    debug_assert!(n <= 16);
+    ((1u32 << n) - 1) as __mmask16
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx,avx2,fma")]
+fn vectorize_avx512<T: Task>(s: Avx512, task: T) -> T::Output {
+    task.run(s)
+}
+
+// SAFETY (for every `unsafe` block below that calls an intrinsic): a value
+// of `Avx512` exists only if the CPU supports AVX-512 F/BW/DQ/VL, AVX2 and
+// FMA (see `try_new` / `new_unchecked`), so the instructions are available.
+impl Simd for Avx512 {
+    type F32 = __m512;
+    type I32 = __m512i;
+    type Mask = __mmask16;
+    const LANES: usize = 16;
+    const NAME: &'static str = "avx512";
+
+    #[inline(always)]
+    fn vectorize<T: Task>(self, task: T) -> T::Output {
+        // SAFETY: the token proves the target features of the trampoline.
+        unsafe { vectorize_avx512(self, task) }
+    }
+
+    #[inline(always)]
+    fn splat(self, x: f32) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_set1_ps(x) }
+    }
+    #[inline(always)]
+    fn add(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_add_ps(a, b) }
+    }
+    #[inline(always)]
+    fn sub(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_sub_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_mul_ps(a, b) }
+    }
+    #[inline(always)]
+    fn div(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_div_ps(a, b) }
+    }
+    #[inline(always)]
+    fn mul_add(self, a: __m512, b: __m512, c: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    fn reduce_sum(self, a: __m512) -> f32 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_reduce_add_ps(a) }
+    }
+    #[inline(always)]
+    fn max(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_max_ps(a, b) }
+    }
+    #[inline(always)]
+    fn min(self, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_min_ps(a, b) }
+    }
+    #[inline(always)]
+    fn lt(self, a: __m512, b: __m512) -> __mmask16 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) }
+    }
+    #[inline(always)]
+    fn replaces_max(self, val: __m512, acc: __m512) -> __mmask16 {
+        // SAFETY: the token proves AVX-512F. NLE_UQ: `!(val <= acc)`, true
+        // when either is NaN; the ORD mask on `acc` keeps a NaN accumulator.
+        unsafe { _mm512_mask_cmp_ps_mask::<_CMP_NLE_UQ>(_mm512_cmp_ps_mask::<_CMP_ORD_Q>(acc, acc), val, acc) }
+    }
+    #[inline(always)]
+    fn replaces_min(self, val: __m512, acc: __m512) -> __mmask16 {
+        // SAFETY: the token proves AVX-512F. NGE_UQ: `!(val >= acc)`.
+        unsafe { _mm512_mask_cmp_ps_mask::<_CMP_NGE_UQ>(_mm512_cmp_ps_mask::<_CMP_ORD_Q>(acc, acc), val, acc) }
+    }
+    #[inline(always)]
+    fn select(self, m: __mmask16, a: __m512, b: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_mask_blend_ps(m, b, a) }
+    }
+    #[inline(always)]
+    fn round(self, a: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a) }
+    }
+    #[inline(always)]
+    fn pow2i(self, n: __m512) -> __m512 {
+        // SAFETY: the token proves AVX-512F. (n + 127) << 23 is the IEEE
+        // bit pattern of 2^n for n in -126..=127.
+        unsafe {
+            let biased = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+            _mm512_castsi512_ps(_mm512_slli_epi32::<23>(biased))
+        }
+    }
+    #[inline(always)]
+    fn splat_i32(self, x: i32) -> __m512i {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_set1_epi32(x) }
+    }
+    #[inline(always)]
+    fn select_i32(self, m: __mmask16, a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the token proves AVX-512F.
+        unsafe { _mm512_mask_blend_epi32(m, b, a) }
+    }
+
+    #[inline(always)]
+    unsafe fn load(self, ptr: *const f32) -> __m512 {
+        // SAFETY: the token proves AVX-512F; the caller guarantees 16 readable floats.
+        unsafe { _mm512_loadu_ps(ptr) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, ptr: *mut f32, v: __m512) {
+        // SAFETY: the token proves AVX-512F; the caller guarantees 16 writable floats.
+        unsafe { _mm512_storeu_ps(ptr, v) }
+    }
+    #[inline(always)]
+    unsafe fn load_partial(self, ptr: *const f32, n: usize) -> __m512 {
+        // SAFETY: the token proves AVX-512F; masked-off lanes are not
+        // accessed (no fault), and the caller guarantees `n` readable floats.
+        unsafe { _mm512_maskz_loadu_ps(tail_mask(n), ptr) }
+    }
+    #[inline(always)]
+    unsafe fn store_partial(self, ptr: *mut f32, v: __m512, n: usize) {
+        // SAFETY: as for `load_partial`: only the first `n` lanes are written.
+        unsafe { _mm512_mask_storeu_ps(ptr, tail_mask(n), v) }
+    }
+    #[inline(always)]
+    unsafe fn store_i32(self, ptr: *mut i32, v: __m512i) {
+        // SAFETY: the token proves AVX-512F; the caller guarantees 16 writable ints.
+        unsafe { _mm512_storeu_si512(ptr.cast(), v) }
+    }
+}

@@ -1,0 +1,15 @@
+//! The kernel templates, generic over the message op `O`, the reducer `R`,
+//! the index type `I` and the ISA `S`. Each entry point reads the active
+//! ISA level once ([`crate::isa::active_level`]), checks its arguments, and
+//! runs one [`crate::isa::Simd::vectorize`] per worker task.
+
+mod blocked;
+mod common;
+mod sddmm;
+mod softmax;
+mod spmm;
+
+pub use blocked::BlockedCsr;
+pub use sddmm::{SddmmArgs, SddmmOrder, sddmm, sddmm_order};
+pub use softmax::{edge_softmax, edge_softmax_backward};
+pub use spmm::{SpmmArgs, spmm, spmm_blocking};

@@ -1,0 +1,621 @@
+//! Pull-based g-SpMM: `out[v] = ρ_{e=(u,v)} φ(lhs[a(e)], rhs[b(e)])`.
+//!
+//! ```text
+//! plain pass (default; sampled blocks and sparse graphs):
+//!   par over nnz-balanced row ranges:            <- one `vectorize` per task
+//!     for v in rows:
+//!       for chunk of ≤ 8 output vectors:          <- accumulators in registers
+//!         for k in row(v): gather lhs/rhs rows of edge k, acc = ρ(acc, φ(..))
+//!         store acc (mean: / deg; max/min: per-lane winning slot -> arg ids)
+//! blocked pass (traffic model says so, see `tuning`):
+//!   fill out with ρ's identity
+//!   for tile in feature tiles:                   <- N-dim tiling: out tile stays cached
+//!     for block in source blocks (ascending):    <- K-dim blocking: all threads share one block
+//!       par over nnz-balanced entries of the block:
+//!         same chunk loop over the row's slots in this block, acc loaded from out
+//!   par finalize rows (empty rows, mean, arg ids)
+//! ```
+//!
+//! Max/min keep, per lane, the row-relative ordinal of the winning edge in
+//! an `i32` vector (`select` on the `replaces` mask: strictly better, or the
+//! first NaN), converted to `arg_u`/`arg_e` after the row. A lane that no
+//! message replaced saw only messages equal to the identity (±inf): its
+//! winner is the row's first edge, as in the reference. With no arg outputs
+//! requested, the ordinal bookkeeping is compiled out (`ARGS = false`).
+
+use super::blocked::BlockedCsr;
+use super::common::{
+    Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, split_opt, split_rows, target_rows,
+};
+use crate::Index;
+use crate::error::{KernelError, check_len};
+use crate::isa::{IsaLevel, Simd, Task};
+use crate::layout::{BroadcastPlan, CsrView};
+use crate::op::{BinaryOp, ReduceKind, Reducer, Target};
+use crate::tuning::{BlockPlan, CacheInfo, SpmmShape, Tuning, active_tuning, plan_blocking};
+use rayon::prelude::*;
+use std::marker::PhantomData;
+
+/// Output vectors whose accumulators live in registers at once: 8 zmm
+/// accumulators + 8 ordinal vectors + loads fit AVX-512's 32 registers.
+const CHUNK: usize = 8;
+
+/// One g-SpMM call on an in-CSR (rows = destinations, columns = sources).
+pub struct SpmmArgs<'a, I: Index> {
+    pub csr: CsrView<'a, I>,
+    pub lhs_target: Target,
+    pub rhs_target: Target,
+    pub plan: &'a BroadcastPlan,
+    /// Empty when the operator does not read lhs.
+    pub lhs: &'a [f32],
+    /// Empty when the operator does not read rhs.
+    pub rhs: &'a [f32],
+    /// `num_rows × plan.out_len`, overwritten.
+    pub out: &'a mut [f32],
+    pub arg_u: Option<&'a mut [I]>,
+    pub arg_e: Option<&'a mut [I]>,
+}
+
+/// What the traffic model decides for `args` under the thread's active
+/// tuning: `None` = plain pass. The caller builds (and caches) the
+/// [`BlockedCsr`] for `block_sources` and passes it to [`spmm`].
+pub fn spmm_blocking<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>) -> Option<BlockPlan> {
+    spmm_blocking_with::<O, I>(args, active_tuning())
+}
+
+fn spmm_blocking_with<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>, tuning: Tuning) -> Option<BlockPlan> {
+    if O::REDUCES_LAST_DIM || args.plan.out_len == 0 {
+        return None;
+    }
+    let gathered = |used: bool, target: Target, len: usize| if used && target == Target::Src { len * 4 } else { 0 };
+    let shape = SpmmShape {
+        num_src: args.csr.num_cols(),
+        num_dst: args.csr.num_rows(),
+        num_edges: args.csr.num_edges(),
+        gathered_row_bytes: gathered(O::USE_LHS, args.lhs_target, args.plan.lhs_len)
+            + gathered(O::USE_RHS, args.rhs_target, args.plan.rhs_len),
+        out_row_bytes: args.plan.out_len * 4,
+        index_bytes: std::mem::size_of::<I>(),
+        threads: rayon::current_num_threads(),
+    };
+    let lanes_bytes = 4 * match crate::isa::active_level() {
+        IsaLevel::Avx512 => 16,
+        _ => 8,
+    };
+    plan_blocking(&shape, tuning, lanes_bytes, CacheInfo::get().per_core_budget())
+}
+
+/// Runs the g-SpMM at the thread's active ISA level, blocked over `blocked`
+/// (with feature tiles of `tile_bytes`) when given, else in one plain pass.
+pub fn spmm<O: BinaryOp, R: Reducer, I: Index>(
+    args: SpmmArgs<'_, I>,
+    blocked: Option<(&BlockedCsr<I>, usize)>,
+) -> Result<(), KernelError> {
+    let level = crate::isa::active_level();
+    crate::isa::with_token(level, SpmmEntry::<O, R, I> { args, blocked, _ops: PhantomData })
+}
+
+struct SpmmEntry<'a, 'b, O, R, I: Index> {
+    args: SpmmArgs<'a, I>,
+    blocked: Option<(&'b BlockedCsr<I>, usize)>,
+    _ops: PhantomData<(O, R)>,
+}
+
+impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
+    type Output = Result<(), KernelError>;
+    fn run<S: Simd>(self, s: S) -> Self::Output {
+        let SpmmArgs { csr, lhs_target, rhs_target, plan, lhs, rhs, out, arg_u, arg_e } = self.args;
+        let slots = plan_slots::<O>(
+            plan,
+            S::LANES,
+            (lhs, target_rows(&csr, lhs_target)),
+            (rhs, target_rows(&csr, rhs_target)),
+            (out.len(), csr.num_rows()),
+        )?;
+        for arg in [&arg_u, &arg_e].into_iter().flatten() {
+            check_len("arg output elements", out.len(), arg.len())?;
+        }
+        if !R::HAS_ARG && (arg_u.is_some() || arg_e.is_some()) {
+            return Err(KernelError { what: "arg outputs (only max/min have them)", expected: 0, actual: 1 });
+        }
+        if plan.out_len == 0 || csr.num_rows() == 0 {
+            return Ok(());
+        }
+        let ctx = Ctx {
+            csr,
+            lhs: Operand { data: lhs, row_len: plan.lhs_len, target: lhs_target, contiguous: plan.lhs_contiguous },
+            rhs: Operand { data: rhs, row_len: plan.rhs_len, target: rhs_target, contiguous: plan.rhs_contiguous },
+            needs_eid: (O::USE_LHS && lhs_target == Target::Edge) || (O::USE_RHS && rhs_target == Target::Edge),
+            out_len: plan.out_len,
+            slots: &slots,
+        };
+        let args = arg_u.is_some() || arg_e.is_some();
+        match (self.blocked, O::REDUCES_LAST_DIM) {
+            (Some((layout, tile_bytes)), false) => {
+                if !layout.matches(&csr) {
+                    return Err(KernelError {
+                        what: "blocked layout edges (built for another graph)",
+                        expected: csr.num_edges(),
+                        actual: layout.num_entries(),
+                    });
+                }
+                if args {
+                    blocked_pass::<O, R, I, S, true>(s, &ctx, layout, tile_bytes, out, arg_u, arg_e);
+                } else {
+                    blocked_pass::<O, R, I, S, false>(s, &ctx, layout, tile_bytes, out, None, None);
+                }
+            }
+            _ if args => plain_pass::<O, R, I, S, true>(s, &ctx, out, arg_u, arg_e),
+            _ => plain_pass::<O, R, I, S, false>(s, &ctx, out, None, None),
+        }
+        Ok(())
+    }
+}
+
+/// Everything a row needs, shared read-only by the workers.
+#[derive(Clone, Copy)]
+struct Ctx<'a, I: Index> {
+    csr: CsrView<'a, I>,
+    lhs: Operand<'a>,
+    rhs: Operand<'a>,
+    needs_eid: bool,
+    out_len: usize,
+    slots: &'a [Slot],
+}
+
+fn plain_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    out: &mut [f32],
+    arg_u: Option<&mut [I]>,
+    arg_e: Option<&mut [I]>,
+) {
+    let csr = ctx.csr;
+    let n = csr.num_rows();
+    let indptr = csr.indptr();
+    let bounds = balanced_bounds(n, num_parts(csr.num_edges() + n), |i| indptr[i].to_usize() + i);
+    let outs = split_rows(out, &bounds, ctx.out_len);
+    let us = split_opt(arg_u, &bounds, ctx.out_len);
+    let es = split_opt(arg_e, &bounds, ctx.out_len);
+    let tasks: Vec<_> = (0..outs.len())
+        .zip(outs)
+        .zip(us.into_iter().zip(es))
+        .map(|((p, out), (arg_u, arg_e))| PlainRows::<O, R, I, ARGS> {
+            ctx: *ctx,
+            rows: bounds[p]..bounds[p + 1],
+            out,
+            arg_u,
+            arg_e,
+            _ops: PhantomData,
+        })
+        .collect();
+    tasks.into_par_iter().for_each(|t| {
+        s.vectorize(t);
+    });
+}
+
+struct PlainRows<'a, 'b, O, R, I: Index, const ARGS: bool> {
+    ctx: Ctx<'a, I>,
+    rows: std::ops::Range<usize>,
+    out: &'b mut [f32],
+    arg_u: Option<&'b mut [I]>,
+    arg_e: Option<&'b mut [I]>,
+    _ops: PhantomData<(O, R)>,
+}
+
+impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for PlainRows<'_, '_, O, R, I, ARGS> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let PlainRows { ctx, rows, out, mut arg_u, mut arg_e, .. } = self;
+        let len = ctx.out_len;
+        for v in rows.clone() {
+            let edges = ctx.csr.row_range(v);
+            let base = (v - rows.start) * len;
+            let out_row = &mut out[base..base + len];
+            let mut sink = ArgSink::<I> {
+                ids: ctx.csr,
+                arg_u: arg_u.as_deref_mut().map(|a| &mut a[base..base + len]),
+                arg_e: arg_e.as_deref_mut().map(|a| &mut a[base..base + len]),
+            };
+            if R::HAS_ARG && edges.is_empty() {
+                out_row.fill(0.0);
+                sink.fill_none();
+                continue;
+            }
+            if O::REDUCES_LAST_DIM {
+                dot_row::<O, R, I, S, ARGS>(s, &ctx, v, edges, out_row, &mut sink);
+            } else {
+                for chunk in (Chunks { slots: ctx.slots }) {
+                    // SAFETY: `out_row` has `out_len` elements and every slot
+                    // of the checked plan lies inside it; the edges are a row
+                    // of the validated CSR.
+                    unsafe { plain_chunk::<O, R, I, S, ARGS>(s, &ctx, v, edges.clone(), chunk, out_row, &mut sink) }
+                }
+            }
+        }
+    }
+}
+
+/// Consecutive groups of 8, 4, 2 or 1 slots (greedy), so that each
+/// group's accumulators are a fixed-size register array. (An iterator, not
+/// a closure-taking helper: closures are separate functions that would not
+/// carry the ISA's target features.)
+struct Chunks<'a> {
+    slots: &'a [Slot],
+}
+
+impl<'a> Iterator for Chunks<'a> {
+    type Item = Chunk<'a>;
+    #[inline(always)]
+    fn next(&mut self) -> Option<Chunk<'a>> {
+        let n = match self.slots.len() {
+            0 => return None,
+            r if r >= CHUNK => CHUNK,
+            r if r >= 4 => 4,
+            r if r >= 2 => 2,
+            _ => 1,
+        };
+        let (head, tail) = self.slots.split_at(n);
+        self.slots = tail;
+        Some(Chunk(head))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Chunk<'a>(&'a [Slot]);
+
+/// Writes arg outputs (max/min).
+struct ArgSink<'a, I: Index> {
+    ids: CsrView<'a, I>,
+    arg_u: Option<&'a mut [I]>,
+    arg_e: Option<&'a mut [I]>,
+}
+
+impl<I: Index> ArgSink<'_, I> {
+    fn fill_none(&mut self) {
+        for a in [&mut self.arg_u, &mut self.arg_e].into_iter().flatten() {
+            a.fill(I::NONE);
+        }
+    }
+
+    /// Element `o` was won by CSR slot `k`.
+    #[inline(always)]
+    fn set(&mut self, o: usize, k: usize) {
+        if let Some(a) = self.arg_u.as_deref_mut() {
+            a[o] = self.ids.indices()[k];
+        }
+        if let Some(a) = self.arg_e.as_deref_mut() {
+            a[o] = self.ids.eids()[k];
+        }
+    }
+}
+
+/// Accumulates one chunk of `V` slots over `edges` into `acc` / `ord`.
+///
+/// # Safety
+/// `edges` is a slot range of `ctx.csr`; the slots come from `plan_slots`
+/// for the operands in `ctx`.
+#[inline(always)]
+unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    v: usize,
+    edges: std::ops::Range<usize>,
+    slots: &[Slot; V],
+    acc: &mut [S::F32; V],
+    ord: &mut [S::I32; V],
+) {
+    let (indices, eids) = (ctx.csr.indices(), ctx.csr.eids());
+    let zero = s.splat(0.0);
+    for k in edges.clone() {
+        // SAFETY: `k` is inside the CSR arrays (caller); ids of a validated
+        // CSR are below num_cols / num_edges, the operand row counts checked
+        // by `plan_slots`, and each slot lies inside its operand row.
+        unsafe {
+            let u = indices.get_unchecked(k).to_usize();
+            let e = if ctx.needs_eid { eids.get_unchecked(k).to_usize() } else { 0 };
+            let lrow = if O::USE_LHS { ctx.lhs.row(u, e, v) } else { std::ptr::null() };
+            let rrow = if O::USE_RHS { ctx.rhs.row(u, e, v) } else { std::ptr::null() };
+            let kk = s.splat_i32((k - edges.start) as i32);
+            for i in 0..V {
+                let sl = slots[i];
+                let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
+                let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
+                if R::HAS_ARG {
+                    let m = O::apply_vec(s, a, b);
+                    let mask = match R::KIND {
+                        ReduceKind::Min => s.replaces_min(m, acc[i]),
+                        _ => s.replaces_max(m, acc[i]),
+                    };
+                    acc[i] = s.select(mask, m, acc[i]);
+                    if ARGS {
+                        ord[i] = s.select_i32(mask, kk, ord[i]);
+                    }
+                } else {
+                    acc[i] = O::accumulate_vec(s, a, b, acc[i]);
+                }
+            }
+        }
+    }
+}
+
+/// Row-relative winning ordinals of one slot, as plain integers.
+#[inline(always)]
+fn ordinals<S: Simd>(s: S, ord: S::I32) -> [i32; 16] {
+    let mut buf = [-1i32; 16];
+    debug_assert!(S::LANES <= 16);
+    // SAFETY: `buf` holds 16 >= LANES ints.
+    unsafe { s.store_i32(buf.as_mut_ptr(), ord) };
+    buf
+}
+
+/// # Safety
+/// As for [`accumulate`]; `out_row` is the row's `out_len` outputs.
+#[inline(always)]
+unsafe fn plain_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    v: usize,
+    edges: std::ops::Range<usize>,
+    chunk: Chunk<'_>,
+    out_row: &mut [f32],
+    sink: &mut ArgSink<'_, I>,
+) {
+    macro_rules! run {
+        ($v:literal) => {{
+            let slots: &[Slot; $v] = chunk.0.try_into().expect("chunk sizes are 1, 2, 4 or 8");
+            let mut acc = [s.splat(R::IDENTITY); $v];
+            let mut ord = [s.splat_i32(-1); $v];
+            // SAFETY: forwarded from the caller.
+            unsafe { accumulate::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc, &mut ord) };
+            let deg = edges.len();
+            for i in 0..$v {
+                let sl = slots[i];
+                let mut val = acc[i];
+                if R::DIVIDES_BY_DEGREE && deg > 0 {
+                    val = s.div(val, s.splat(deg as f32));
+                }
+                // SAFETY: the slot lies inside `out_row` (checked plan).
+                unsafe { store(s, out_row.as_mut_ptr().add(sl.out), val, sl.len) };
+                if ARGS {
+                    let o = ordinals(s, ord[i]);
+                    for l in 0..sl.len {
+                        sink.set(sl.out + l, edges.start + o[l].max(0) as usize);
+                    }
+                }
+            }
+        }};
+    }
+    match chunk.0.len() {
+        8 => run!(8),
+        4 => run!(4),
+        2 => run!(2),
+        _ => run!(1),
+    }
+}
+
+/// # Safety
+/// `ptr` writable for `len <= LANES` floats.
+#[inline(always)]
+unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { if len == S::LANES { s.store(ptr, v) } else { s.store_partial(ptr, v, len) } }
+}
+
+/// # Safety
+/// `ptr` readable for `len <= LANES` floats.
+#[inline(always)]
+unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 {
+    // SAFETY: forwarded from the caller.
+    unsafe { if len == S::LANES { s.load(ptr) } else { s.load_partial(ptr, len) } }
+}
+
+/// A row of a reducing operator (dot): each output is a K-long dot product
+/// per edge, reduced over the row in scalar form.
+#[inline(always)]
+fn dot_row<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    v: usize,
+    edges: std::ops::Range<usize>,
+    out_row: &mut [f32],
+    sink: &mut ArgSink<'_, I>,
+) {
+    let (indices, eids) = (ctx.csr.indices(), ctx.csr.eids());
+    for sl in ctx.slots {
+        let mut acc = R::IDENTITY;
+        let mut best: Option<usize> = None;
+        for k in edges.clone() {
+            let (u, e) = (indices[k].to_usize(), eids[k].to_usize());
+            // SAFETY: ids of the validated CSR index operand rows whose
+            // lengths `plan_slots` checked; the K-long ranges lie inside them.
+            let m =
+                unsafe { dot::<O, S>(s, ctx.lhs.row(u, e, v).add(sl.lhs), ctx.rhs.row(u, e, v).add(sl.rhs), sl.len) };
+            if R::HAS_ARG {
+                if best.is_none() || R::replaces(m, acc) {
+                    acc = m;
+                    best = Some(k);
+                }
+            } else {
+                acc += m;
+            }
+        }
+        out_row[sl.out] = if R::DIVIDES_BY_DEGREE && !edges.is_empty() { acc / edges.len() as f32 } else { acc };
+        if ARGS {
+            sink.set(sl.out, best.unwrap_or(edges.start));
+        }
+    }
+}
+
+fn blocked_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    layout: &BlockedCsr<I>,
+    tile_bytes: usize,
+    out: &mut [f32],
+    mut arg_u: Option<&mut [I]>,
+    mut arg_e: Option<&mut [I]>,
+) {
+    out.par_iter_mut().for_each(|x| *x = R::IDENTITY);
+    // With args, the winning absolute CSR slot is kept in whichever arg
+    // output exists and turned into ids by `finalize_rows`.
+    let mut winners: Option<&mut [I]> = if ARGS { arg_u.as_deref_mut().or(arg_e.as_deref_mut()) } else { None };
+    if let Some(w) = winners.as_deref_mut() {
+        w.par_iter_mut().for_each(|x| *x = I::NONE);
+    }
+    let out_ptr = SharedMut::new(out);
+    let win_ptr = winners.map(SharedMut::new);
+    let tile_slots = (tile_bytes / (4 * S::LANES)).max(1);
+    for tile in ctx.slots.chunks(tile_slots) {
+        let tctx = Ctx { slots: tile, ..*ctx };
+        for b in 0..layout.num_blocks() {
+            let entries = layout.block(b);
+            let first = layout.edges_before(entries.start);
+            let bounds = balanced_bounds(
+                entries.len(),
+                num_parts(layout.edges_before(entries.end) - first + entries.len()),
+                |i| layout.edges_before(entries.start + i) - first + i,
+            );
+            bounds.par_windows(2).for_each(|w| {
+                s.vectorize(BlockRows::<O, R, I, ARGS> {
+                    ctx: tctx,
+                    layout,
+                    entries: entries.start + w[0]..entries.start + w[1],
+                    out: out_ptr,
+                    winners: win_ptr,
+                    _ops: PhantomData,
+                });
+            });
+        }
+    }
+    finalize_rows::<R, I>(ctx, out, arg_u, arg_e);
+}
+
+struct BlockRows<'a, 'b, O, R, I: Index, const ARGS: bool> {
+    ctx: Ctx<'a, I>,
+    layout: &'b BlockedCsr<I>,
+    entries: std::ops::Range<usize>,
+    out: SharedMut<f32>,
+    winners: Option<SharedMut<I>>,
+    _ops: PhantomData<(O, R)>,
+}
+
+impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for BlockRows<'_, '_, O, R, I, ARGS> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let BlockRows { ctx, layout, entries, out, winners, .. } = self;
+        for j in entries {
+            let (v, edges) = layout.entry(j);
+            // SAFETY: within one block each row appears in one entry, and
+            // the entries of a block are split into disjoint ranges across
+            // workers, so this task alone touches row `v` now. The row is in
+            // bounds (the layout matches the CSR) and so are its slots.
+            unsafe {
+                let out_row = out.at(v * ctx.out_len);
+                let win_row = winners.map(|w| w.at(v * ctx.out_len));
+                for chunk in (Chunks { slots: ctx.slots }) {
+                    blocked_chunk::<O, R, I, S, ARGS>(s, &ctx, v, edges.clone(), chunk, out_row, win_row);
+                }
+            }
+        }
+    }
+}
+
+/// # Safety
+/// As for [`accumulate`]; `out_row` / `win_row` point at row `v`'s
+/// `out_len` elements, owned by this task for the duration.
+#[inline(always)]
+unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    v: usize,
+    edges: std::ops::Range<usize>,
+    chunk: Chunk<'_>,
+    out_row: *mut f32,
+    win_row: Option<*mut I>,
+) {
+    macro_rules! run {
+        ($v:literal) => {{
+            let slots: &[Slot; $v] = chunk.0.try_into().expect("chunk sizes are 1, 2, 4 or 8");
+            // SAFETY: slots lie inside the row (checked plan); forwarded contract.
+            unsafe {
+                let mut acc = [s.splat(0.0); $v];
+                for i in 0..$v {
+                    acc[i] = load(s, out_row.add(slots[i].out), slots[i].len);
+                }
+                let mut ord = [s.splat_i32(-1); $v];
+                accumulate::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc, &mut ord);
+                for i in 0..$v {
+                    let sl = slots[i];
+                    store(s, out_row.add(sl.out), acc[i], sl.len);
+                    if let (true, Some(w)) = (ARGS, win_row) {
+                        let o = ordinals(s, ord[i]);
+                        for l in 0..sl.len {
+                            if o[l] >= 0 {
+                                *w.add(sl.out + l) = I::from_usize(edges.start + o[l] as usize);
+                            }
+                        }
+                    }
+                }
+            }
+        }};
+    }
+    match chunk.0.len() {
+        8 => run!(8),
+        4 => run!(4),
+        2 => run!(2),
+        _ => run!(1),
+    }
+}
+
+/// After the blocked pass: empty rows -> 0 / -1, mean divides, winning
+/// slots (kept in the first arg output) become source and edge ids.
+fn finalize_rows<R: Reducer, I: Index>(
+    ctx: &Ctx<'_, I>,
+    out: &mut [f32],
+    arg_u: Option<&mut [I]>,
+    arg_e: Option<&mut [I]>,
+) {
+    let csr = ctx.csr;
+    let len = ctx.out_len;
+    let n = csr.num_rows();
+    let bounds = balanced_bounds(n, num_parts(n * len), |i| i);
+    let outs = split_rows(out, &bounds, len);
+    let us = split_opt(arg_u, &bounds, len);
+    let es = split_opt(arg_e, &bounds, len);
+    let parts: Vec<_> = outs.into_iter().zip(us.into_iter().zip(es)).enumerate().collect();
+    parts.into_par_iter().for_each(|(p, (out, (mut au, mut ae)))| {
+        for v in bounds[p]..bounds[p + 1] {
+            let edges = csr.row_range(v);
+            let base = (v - bounds[p]) * len;
+            let row = &mut out[base..base + len];
+            if edges.is_empty() {
+                row.fill(0.0);
+            } else if R::DIVIDES_BY_DEGREE {
+                let d = edges.len() as f32;
+                row.iter_mut().for_each(|x| *x /= d);
+            }
+            if !R::HAS_ARG {
+                continue;
+            }
+            for o in base..base + len {
+                let slot = au.as_deref().or(ae.as_deref()).map(|w| w[o]);
+                let Some(slot) = slot else { break };
+                let (u, e) = if edges.is_empty() {
+                    (I::NONE, I::NONE)
+                } else {
+                    let k = if slot == I::NONE { edges.start } else { slot.to_usize() };
+                    (csr.indices()[k], csr.eids()[k])
+                };
+                if let Some(a) = ae.as_deref_mut() {
+                    a[o] = e;
+                }
+                if let Some(a) = au.as_deref_mut() {
+                    a[o] = u;
+                }
+            }
+        }
+    });
+}

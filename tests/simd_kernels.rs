@@ -1,0 +1,504 @@
+//! The SIMD backend against the reference oracle: every kernel × every ISA
+//! level × i32/i64, plain and source-blocked (forced tiny blocks and
+//! tiles), on graphs with empty rows, a hub, duplicates, self-loops,
+//! bipartite shapes and no edges, at feature sizes straddling every lane
+//! count, with multi-head broadcasting and NaN/±inf inputs.
+//!
+//! Exactness: elementwise messages are correctly rounded in f32 exactly as
+//! the oracle's f64 result rounded to f32, so copy, max/min (values and
+//! args) and non-dot g-SDDMM must match bit for bit (NaN == NaN). Sums,
+//! means, dot products and softmax are compared within
+//! `eps · magnitude · (degree + 1)`.
+//!
+//! ISA levels: all levels this CPU supports; `GNNKERN_TEST_ISA=avx512,avx2`
+//! asks for specific ones and fails if the CPU lacks one.
+
+use gnnkern::backend::simd::cache_bytes;
+use gnnkern::op::{BinaryOpKind as K, ReduceKind, Target};
+use gnnkern::{BackendKind, Exec, Graph, Index, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
+use gnnkern_simd::isa::{IsaLevel, with_level};
+use gnnkern_simd::tuning::{Blocking, Tiling, Tuning, with_tuning};
+
+const FEATS: &[usize] = &[1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 257];
+
+/// SplitMix64: reproducible inputs without dependencies.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Uniform in [-1, 1), or in ±[0.5, 2) for divisors; a few values repeat
+    /// so that max/min ties occur.
+    fn value(&mut self, divisor: bool) -> f32 {
+        let x = if self.below(8) == 0 { 0.25 } else { (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0 };
+        if divisor { (x.abs() * 1.5 + 0.5).copysign(x) } else { x }
+    }
+}
+
+fn levels() -> Vec<IsaLevel> {
+    match std::env::var("GNNKERN_TEST_ISA") {
+        Ok(list) if !list.is_empty() => list
+            .split(',')
+            .map(|n| IsaLevel::from_name(n.trim()).unwrap_or_else(|| panic!("GNNKERN_TEST_ISA: unknown level {n}")))
+            .collect(),
+        _ => IsaLevel::ALL.into_iter().filter(|l| l.is_supported()).collect(),
+    }
+}
+
+fn on_level<R>(level: IsaLevel, f: impl FnOnce() -> R) -> R {
+    with_level(level, f).unwrap_or_else(|e| panic!("requested ISA level cannot run here: {e}"))
+}
+
+/// Plain, and source-blocked with tiny blocks (with and without tiles).
+fn tunings() -> [(&'static str, Tuning); 3] {
+    [
+        ("plain", Tuning { blocking: Blocking::Off, tiling: Tiling::Off }),
+        ("blocked-3", Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off }),
+        ("blocked-5-tiled", Tuning { blocking: Blocking::Sources(5), tiling: Tiling::Elements(16) }),
+    ]
+}
+
+fn ids<I: Index>(v: Vec<usize>) -> Vec<I> {
+    v.into_iter().map(I::from_usize).collect()
+}
+
+/// The test graphs: (name, graph).
+fn graphs<I: Index>(seed: u64) -> Vec<(&'static str, Graph<I>)> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::new();
+    let mut coo = |name, ns: usize, nd: usize, edges: Vec<(usize, usize)>| {
+        let (s, d): (Vec<usize>, Vec<usize>) = edges.into_iter().unzip();
+        out.push((name, Graph::<I>::from_coo(ns, nd, ids(s), ids(d)).expect("valid graph")));
+    };
+    coo("no edges", 5, 4, vec![]);
+    let random: Vec<_> = (0..160).map(|_| (rng.below(40), rng.below(40))).collect();
+    coo("random", 40, 40, random);
+    // Hub row 3 with 90 in-edges (incl. duplicates), empty rows, self-loops.
+    let mut hub: Vec<_> = (0..90).map(|i| (i % 37, 3)).collect();
+    hub.extend((0..20).map(|i| (i, i)));
+    hub.extend([(5, 7), (5, 7), (5, 7), (36, 0)]);
+    coo("hub+loops+dups", 37, 37, hub);
+    let bip: Vec<_> = (0..70).map(|_| (rng.below(23), rng.below(11))).collect();
+    coo("bipartite", 23, 11, bip);
+    // Built from an in-CSR with a shuffled edge-id order.
+    let n = 30;
+    let mut src = Vec::new();
+    let mut indptr = vec![0usize];
+    for v in 0..n {
+        for _ in 0..(v % 7) {
+            src.push(rng.below(n));
+        }
+        indptr.push(src.len());
+    }
+    let e = src.len();
+    let mut perm: Vec<usize> = (0..e).collect();
+    for i in (1..e).rev() {
+        perm.swap(i, rng.below(i + 1));
+    }
+    out.push(("csc-shuffled-eids", Graph::from_csc(n, n, ids(indptr), ids(src), Some(ids(perm))).expect("valid csc")));
+    out
+}
+
+fn tensor(rng: &mut Rng, rows: usize, shape: &[usize], divisor: bool, specials: bool) -> Tensor {
+    let len: usize = rows * shape.iter().product::<usize>();
+    let mut data: Vec<f32> = (0..len).map(|_| rng.value(divisor)).collect();
+    if specials && len > 0 {
+        for _ in 0..len.div_ceil(40) {
+            let i = rng.below(len);
+            data[i] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][rng.below(3)];
+        }
+    }
+    let mut full = vec![rows];
+    full.extend_from_slice(shape);
+    Tensor::from_vec(data, full).expect("shape matches")
+}
+
+fn rows_of<I: Index>(g: &Graph<I>, t: Target) -> usize {
+    match t {
+        Target::Src => g.num_src(),
+        Target::Edge => g.num_edges(),
+        Target::Dst => g.num_dst(),
+    }
+}
+
+/// Bitwise equality with NaN == NaN; the message names the first mismatch.
+fn assert_exact(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "{what}: element {i}: got {a}, want {b}");
+    }
+}
+
+/// `|got - want| <= tol[i]`, same NaN/inf pattern.
+fn assert_close(what: &str, got: &[f32], want: &[f32], tol: impl Fn(usize) -> f32) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        let ok = if a.is_finite() && b.is_finite() {
+            (a - b).abs() <= tol(i)
+        } else {
+            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+        };
+        assert!(ok, "{what}: element {i}: got {a}, want {b} (tolerance {})", tol(i));
+    }
+}
+
+struct SpmmResult<I> {
+    out: Vec<f32>,
+    arg_u: Vec<I>,
+    arg_e: Vec<I>,
+}
+
+fn run_spmm<I: Index>(
+    exec: Exec,
+    g: &Graph<I>,
+    spec: SpmmSpec,
+    lhs: &Tensor,
+    rhs: &Tensor,
+    out_shape: &[usize],
+) -> SpmmResult<I> {
+    let mut out = Tensor::zeros(out_shape).expect("shape");
+    let n = out.data().len();
+    let (mut arg_u, mut arg_e) = (vec![I::from_usize(7); n], vec![I::from_usize(7); n]);
+    let has_arg = spec.reduce == ReduceKind::Max || spec.reduce == ReduceKind::Min;
+    let io = SpmmIo {
+        lhs: Some(lhs.view()).filter(|_| spec.op.uses_lhs()),
+        rhs: Some(rhs.view()).filter(|_| spec.op.uses_rhs()),
+        out: out.view_mut(),
+        arg_u: has_arg.then_some(&mut arg_u[..]),
+        arg_e: has_arg.then_some(&mut arg_e[..]),
+    };
+    exec.gspmm(g, spec, io).unwrap_or_else(|e| panic!("{}: {e}", spec.name()));
+    SpmmResult { out: out.into_vec(), arg_u, arg_e }
+}
+
+/// One g-SpMM case on every level and tuning against the oracle.
+fn check_spmm<I: Index>(name: &str, g: &Graph<I>, spec: SpmmSpec, shapes: (&[usize], &[usize]), rng: &mut Rng) {
+    let specials = rng.below(4) == 0;
+    let lhs = tensor(rng, rows_of(g, spec.lhs), shapes.0, false, specials);
+    let rhs = tensor(rng, rows_of(g, spec.rhs), shapes.1, spec.op == K::Div, specials);
+    // Output shape via the oracle's plan: run the reference first.
+    let plan = gnnkern_simd::layout::BroadcastPlan::new(
+        gnnkern_simd::layout::OperandShape {
+            uses_lhs: spec.op.uses_lhs(),
+            uses_rhs: spec.op.uses_rhs(),
+            reduces_last_dim: spec.op == K::Dot,
+        },
+        if spec.op.uses_lhs() { shapes.0 } else { &[] },
+        if spec.op.uses_rhs() { shapes.1 } else { &[] },
+    )
+    .expect("test shapes broadcast");
+    let mut out_shape = vec![g.num_dst()];
+    out_shape.extend_from_slice(&plan.out_shape);
+    let want = run_spmm(Exec::forced(BackendKind::Reference), g, spec, &lhs, &rhs, &out_shape);
+    let degrees = g.in_degrees();
+    let max_abs = |t: &Tensor| t.data().iter().filter(|x| x.is_finite()).fold(0f32, |m, x| m.max(x.abs()));
+    let (ml, mr) = (max_abs(&lhs), max_abs(&rhs));
+    let magnitude = match spec.op {
+        K::Add | K::Sub => ml + mr,
+        K::Mul => ml * mr,
+        K::Div => ml * 2.0,
+        K::Dot => ml * mr * plan.reduce_len as f32,
+        K::CopyLhs => ml,
+        K::CopyRhs => mr,
+    };
+    let exact = matches!(spec.reduce, ReduceKind::Max | ReduceKind::Min) && spec.op != K::Dot;
+    for level in levels() {
+        for (tname, tuning) in tunings() {
+            let got = on_level(level, || {
+                with_tuning(tuning, || run_spmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &out_shape))
+            });
+            let what = format!(
+                "{} on {name} [{}] {:?}·{:?} {}/{tname}",
+                spec.name(),
+                I::NAME,
+                shapes.0,
+                shapes.1,
+                level.name()
+            );
+            if exact {
+                assert_exact(&what, &got.out, &want.out);
+            } else {
+                let len = plan.out_len.max(1);
+                let dot_k = if spec.op == K::Dot { plan.reduce_len } else { 0 };
+                let tol = |i: usize| 4.0 * f32::EPSILON * magnitude * (degrees[i / len] + dot_k + 1) as f32;
+                assert_close(&what, &got.out, &want.out, tol);
+            }
+            if matches!(spec.reduce, ReduceKind::Max | ReduceKind::Min) && spec.op != K::Dot {
+                assert_eq!(got.arg_u, want.arg_u, "{what}: arg_u");
+                assert_eq!(got.arg_e, want.arg_e, "{what}: arg_e");
+            }
+        }
+    }
+}
+
+/// (op, lhs target, rhs target, lhs shape, rhs shape) cases at feature size `d`.
+fn message_cases(d: usize) -> Vec<(K, Target, Target, Vec<usize>, Vec<usize>)> {
+    use Target::{Dst as V, Edge as E, Src as U};
+    vec![
+        (K::CopyLhs, U, E, vec![d], vec![]),
+        (K::CopyLhs, E, E, vec![d], vec![]),
+        (K::Mul, U, E, vec![d], vec![1]),
+        (K::Add, U, V, vec![d], vec![d]),
+        (K::Sub, E, V, vec![d], vec![d]),
+        (K::Div, V, U, vec![d], vec![d]),
+        (K::Mul, U, E, vec![3, d], vec![3, 1]),
+        (K::Dot, U, V, vec![2, d], vec![2, d]),
+    ]
+}
+
+fn spmm_suite<I: Index>(seed: u64) {
+    let mut rng = Rng(seed);
+    for (name, g) in graphs::<I>(seed) {
+        for (i, &d) in FEATS.iter().enumerate() {
+            let cases = message_cases(d);
+            for (c, (op, lt, rt, ls, rs)) in cases.into_iter().enumerate() {
+                // Every size runs copy_u and the 4-head u_mul_e; the other
+                // messages rotate through the sizes to bound the run time.
+                if c != 0 && c != 6 && (i + c) % 4 != 0 {
+                    continue;
+                }
+                for reduce in ReduceKind::ALL {
+                    let spec = SpmmSpec::new(op, lt, rt, reduce);
+                    check_spmm(name, &g, spec, (&ls, &rs), &mut rng);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn spmm_matches_reference_i32() {
+    spmm_suite::<i32>(1);
+}
+
+#[test]
+fn spmm_matches_reference_i64() {
+    spmm_suite::<i64>(2);
+}
+
+#[test]
+fn max_min_args_of_all_infinite_rows_are_the_first_edge() {
+    // Every message is -inf (max) / +inf (min): the first edge wins, value ±inf.
+    let g = Graph::<i32>::from_coo(3, 2, vec![2, 0, 1, 1], vec![0, 0, 0, 1]).unwrap();
+    for (reduce, x) in [(ReduceKind::Max, f32::NEG_INFINITY), (ReduceKind::Min, f32::INFINITY)] {
+        let lhs = Tensor::from_vec(vec![x; 3 * 20], vec![3, 20]).unwrap();
+        let spec = SpmmSpec::copy(Target::Src, reduce);
+        let want = run_spmm(Exec::forced(BackendKind::Reference), &g, spec, &lhs, &lhs, &[2, 20]);
+        assert_eq!(want.arg_u[0], 0, "oracle: first edge of row 0 in (source, edge id) order");
+        for level in levels() {
+            for (_, tuning) in tunings() {
+                let got = on_level(level, || {
+                    with_tuning(tuning, || run_spmm(Exec::forced(BackendKind::Simd), &g, spec, &lhs, &lhs, &[2, 20]))
+                });
+                assert_exact("all-infinite", &got.out, &want.out);
+                assert_eq!((got.arg_u, got.arg_e), (want.arg_u.clone(), want.arg_e.clone()));
+            }
+        }
+    }
+}
+
+#[test]
+fn blocked_layout_is_built_once_and_reported() {
+    let g = &graphs::<i32>(9)[1].1;
+    let lhs = Tensor::from_vec(vec![1.0; 40 * 8], vec![40, 8]).unwrap();
+    assert_eq!(cache_bytes(g), 0);
+    let spec = SpmmSpec::copy(Target::Src, ReduceKind::Sum);
+    let tuning = Tuning { blocking: Blocking::Sources(4), tiling: Tiling::Off };
+    let run = || with_tuning(tuning, || run_spmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &lhs, &[40, 8]));
+    let first = run();
+    let bytes = cache_bytes(g);
+    assert!(bytes > 0, "the blocked path ran and cached its layout");
+    let second = run();
+    assert_eq!(cache_bytes(g), bytes, "the layout is reused, not rebuilt");
+    assert_exact("blocked rerun", &second.out, &first.out);
+    assert_eq!(cache_bytes(&g.reverse()), 0, "orientations are cached separately");
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let mut rng = Rng(77);
+    let n = 3000;
+    let src: Vec<i32> = (0..40_000).map(|_| rng.below(n) as i32).collect();
+    let dst: Vec<i32> = (0..40_000).map(|_| (rng.below(n) * rng.below(n) / n) as i32).collect();
+    let g = Graph::<i32>::from_coo(n, n, src, dst).unwrap();
+    let x = tensor(&mut rng, n, &[33], false, false);
+    let spec = SpmmSpec::copy(Target::Src, ReduceKind::Sum);
+    let runs: Vec<Vec<f32>> = [1, 2, 3, 2]
+        .into_iter()
+        .map(|t| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap();
+            pool.install(|| run_spmm(Exec::forced(BackendKind::Simd), &g, spec, &x, &x, &[n, 33]).out)
+        })
+        .collect();
+    for r in &runs[1..] {
+        assert_exact("thread counts", r, &runs[0]);
+    }
+}
+
+fn run_sddmm<I: Index>(
+    exec: Exec,
+    g: &Graph<I>,
+    spec: SddmmSpec,
+    lhs: &Tensor,
+    rhs: &Tensor,
+    shape: &[usize],
+) -> Vec<f32> {
+    let mut out = Tensor::zeros(shape).expect("shape");
+    let io = SddmmIo {
+        lhs: Some(lhs.view()).filter(|_| spec.op.uses_lhs()),
+        rhs: Some(rhs.view()).filter(|_| spec.op.uses_rhs()),
+        out: out.view_mut(),
+    };
+    exec.gsddmm(g, spec, io).unwrap_or_else(|e| panic!("{}: {e}", spec.name()));
+    out.into_vec()
+}
+
+fn sddmm_suite<I: Index>(seed: u64) {
+    let mut rng = Rng(seed);
+    let mut gs = graphs::<I>(seed);
+    // A source-sorted COO graph: its out-CSR has consecutive edge ids, so
+    // the backend walks the out-CSR (the others walk the in-CSR).
+    let (s, d): (Vec<usize>, Vec<usize>) = {
+        let mut e: Vec<(usize, usize)> = (0..120).map(|_| (rng.below(25), rng.below(25))).collect();
+        e.sort();
+        e.into_iter().unzip()
+    };
+    gs.push(("src-sorted", Graph::from_coo(25, 25, ids(s), ids(d)).unwrap()));
+    for (name, g) in &gs {
+        for (i, &d) in FEATS.iter().enumerate() {
+            for (c, (op, lt, rt, ls, rs)) in message_cases(d).into_iter().enumerate() {
+                if c != 0 && c != 7 && (i + c) % 3 != 0 {
+                    continue;
+                }
+                let spec = SddmmSpec::new(op, lt, rt);
+                let specials = rng.below(4) == 0;
+                let lhs = tensor(&mut rng, rows_of(g, lt), &ls, false, specials);
+                let rhs = tensor(&mut rng, rows_of(g, rt), &rs, op == K::Div, specials);
+                let mut shape = vec![g.num_edges()];
+                if op == K::Dot {
+                    shape.extend([ls[0], 1]);
+                } else if ls.len() == 2 {
+                    shape.extend_from_slice(&ls);
+                } else {
+                    shape.push(d);
+                }
+                let want = run_sddmm(Exec::forced(BackendKind::Reference), g, spec, &lhs, &rhs, &shape);
+                for level in levels() {
+                    let got =
+                        on_level(level, || run_sddmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &shape));
+                    let what = format!("{} on {name} [{}] d={d} {}", spec.name(), I::NAME, level.name());
+                    if op == K::Dot {
+                        let m = lhs
+                            .data()
+                            .iter()
+                            .chain(rhs.data())
+                            .filter(|x| x.is_finite())
+                            .fold(0f32, |m, x| m.max(x.abs()));
+                        assert_close(&what, &got, &want, |_| 4.0 * f32::EPSILON * m * m * (d + 1) as f32);
+                    } else {
+                        assert_exact(&what, &got, &want);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sddmm_matches_reference_i32() {
+    sddmm_suite::<i32>(3);
+}
+
+#[test]
+fn sddmm_matches_reference_i64() {
+    sddmm_suite::<i64>(4);
+}
+
+#[test]
+fn sddmm_walks_either_csr_with_the_same_result() {
+    use gnnkern_simd::kernels::{SddmmArgs, SddmmOrder, sddmm};
+    use gnnkern_simd::layout::{BroadcastPlan, OperandShape};
+    let mut rng = Rng(5);
+    let g = &graphs::<i64>(5)[2].1;
+    let x = tensor(&mut rng, g.num_src(), &[4, 9], false, false);
+    let y = tensor(&mut rng, g.num_dst(), &[4, 9], false, false);
+    let dot = OperandShape { uses_lhs: true, uses_rhs: true, reduces_last_dim: true };
+    let plan = BroadcastPlan::new(dot, &[4, 9], &[4, 9]).unwrap();
+    let run = |order| {
+        let csr = match order {
+            SddmmOrder::InCsr => g.in_csr().view(),
+            SddmmOrder::OutCsr => g.out_csr().view(),
+        };
+        let mut out = vec![0f32; g.num_edges() * 4];
+        let args = SddmmArgs {
+            csr,
+            order,
+            lhs_target: Target::Src,
+            rhs_target: Target::Dst,
+            plan: &plan,
+            lhs: x.data(),
+            rhs: y.data(),
+            out: &mut out,
+        };
+        sddmm::<gnnkern::op::Dot, i64>(args).unwrap();
+        out
+    };
+    assert_exact("in-CSR vs out-CSR walk", &run(SddmmOrder::InCsr), &run(SddmmOrder::OutCsr));
+}
+
+fn softmax_suite<I: Index>(seed: u64) {
+    let mut rng = Rng(seed);
+    for (name, g) in graphs::<I>(seed) {
+        for &d in &[1, 4, 8, 16, 17, 33] {
+            let specials = rng.below(3) == 0;
+            let logits = tensor(&mut rng, g.num_edges(), &[d], false, specials);
+            let scaled: Vec<f32> = logits.data().iter().map(|x| x * 30.0).collect();
+            let logits = Tensor::from_vec(scaled, vec![g.num_edges(), d]).unwrap();
+            let grad = tensor(&mut rng, g.num_edges(), &[d], false, false);
+            let mut want = Tensor::zeros(&[g.num_edges(), d]).unwrap();
+            Exec::forced(BackendKind::Reference).edge_softmax(&g, logits.view(), want.view_mut()).unwrap();
+            let mut want_b = Tensor::zeros(&[g.num_edges(), d]).unwrap();
+            Exec::forced(BackendKind::Reference)
+                .edge_softmax_backward(&g, want.view(), grad.view(), want_b.view_mut())
+                .unwrap();
+            let deg_of_edge = {
+                let (_, dst) = g.coo();
+                let deg = g.in_degrees();
+                dst.iter().map(|v| deg[v.to_usize()]).collect::<Vec<_>>()
+            };
+            for level in levels() {
+                let what = format!("edge_softmax on {name} [{}] d={d} {}", I::NAME, level.name());
+                let (got, got_b) = on_level(level, || {
+                    let simd = Exec::forced(BackendKind::Simd);
+                    let mut out = Tensor::zeros(&[g.num_edges(), d]).unwrap();
+                    simd.edge_softmax(&g, logits.view(), out.view_mut()).unwrap();
+                    let mut b = Tensor::zeros(&[g.num_edges(), d]).unwrap();
+                    simd.edge_softmax_backward(&g, want.view(), grad.view(), b.view_mut()).unwrap();
+                    (out.into_vec(), b.into_vec())
+                });
+                // exp: 2 ulp, sum and division: degree ulp.
+                let tol = |i: usize| 4.0 * f32::EPSILON * (deg_of_edge[i / d] + 2) as f32;
+                assert_close(&what, &got, want.data(), tol);
+                assert_close(&format!("{what} backward"), &got_b, want_b.data(), |i| 2.0 * tol(i));
+            }
+        }
+    }
+}
+
+#[test]
+fn edge_softmax_matches_reference_i32() {
+    softmax_suite::<i32>(6);
+}
+
+#[test]
+fn edge_softmax_matches_reference_i64() {
+    softmax_suite::<i64>(7);
+}
