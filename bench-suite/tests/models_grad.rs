@@ -1,0 +1,206 @@
+//! Every layer's backward against central finite differences on tiny
+//! graphs: a plain graph with a self-loop, a duplicate edge and a node
+//! without in-edges, and a bipartite sampled-style block. The loss is
+//! `Σ out ⊙ R` for a fixed random `R`, so `R` is the output gradient.
+
+use gnnkern::Exec;
+use gnnkern_bench::models::conv::{Conv, GatConv, GraphConv, SageAggregator, SageConv};
+use gnnkern_bench::models::data::{Task, with_self_loops};
+use gnnkern_bench::models::nets::{Net, NetConfig};
+use gnnkern_bench::models::nn::{self, cross_entropy};
+use gnnkern_bench::models::rng::Rng;
+use gnnkern_bench::models::sparse::G;
+use gnnkern_bench::models::{Ctx, Mat};
+
+fn random_mat(rows: usize, cols: usize, rng: &mut Rng) -> Mat {
+    Mat::from_vec(rows, cols, (0..rows * cols).map(|_| rng.normal()).collect())
+}
+
+/// 6 nodes: self-loop on 1, duplicate edge 0->2, node 5 has no in-edges.
+fn tiny_graph() -> G {
+    let src = vec![0, 0, 1, 2, 3, 4, 0, 1, 3, 5, 2];
+    let dst = vec![2, 2, 1, 3, 4, 0, 1, 4, 2, 3, 0];
+    G::from_coo(6, 6, src, dst).unwrap()
+}
+
+/// A block: 7 sources, 4 destinations (the first 4 sources); destination 3
+/// has no sampled edges.
+fn tiny_block() -> G {
+    let src = vec![4, 5, 6, 0, 1, 2, 6, 5];
+    let dst = vec![0, 0, 1, 1, 2, 2, 2, 0];
+    G::from_coo(7, 4, src, dst).unwrap()
+}
+
+fn loss_of(layer: &mut dyn Conv, g: &G, x: &Mat, r: &Mat) -> f64 {
+    let mut ctx = Ctx::new(Exec::default(), 11);
+    let out = layer.forward(&mut ctx, g, x).unwrap();
+    out.data.iter().zip(&r.data).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
+}
+
+fn close(analytic: f32, numeric: f64, what: &str) {
+    let tol = 2e-2 * numeric.abs().max(0.5);
+    assert!((f64::from(analytic) - numeric).abs() <= tol, "{what}: analytic {analytic} vs finite difference {numeric}");
+}
+
+/// Checks input and parameter gradients of `layer` on `g`.
+fn check_conv(mut layer: Box<dyn Conv>, g: &G, in_dim: usize, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let x = random_mat(g.num_src(), in_dim, &mut rng);
+    let mut ctx = Ctx::new(Exec::default(), 11);
+    let out = layer.forward(&mut ctx, g, &x).unwrap();
+    assert_eq!(out.rows, g.num_dst());
+    let r = random_mat(out.rows, out.cols, &mut rng);
+    layer.params().into_iter().for_each(|p| p.zero_grad());
+    let dx = layer.backward(&mut ctx, g, &x, &r, true).unwrap().unwrap();
+    assert_eq!((dx.rows, dx.cols), (x.rows, x.cols));
+    // Small steps: max pooling and LeakyReLU have kinks, and a step that
+    // crosses one (two neighbours within eps of each other) is not a
+    // derivative. f32 rounding of the loss (~1e-6) stays far below the
+    // tolerance at this step.
+    let eps = 1e-3f32;
+    for i in 0..x.data.len() {
+        let mut xp = x.clone();
+        xp.data[i] += eps;
+        let lp = loss_of(layer.as_mut(), g, &xp, &r);
+        xp.data[i] -= 2.0 * eps;
+        let lm = loss_of(layer.as_mut(), g, &xp, &r);
+        close(dx.data[i], (lp - lm) / (2.0 * f64::from(eps)), &format!("dx[{i}]"));
+    }
+    let grads: Vec<Vec<f32>> = layer.params().iter().map(|p| p.grad.data.clone()).collect();
+    let mut checked = 0;
+    for (pi, grad) in grads.iter().enumerate() {
+        for (i, &gv) in grad.iter().enumerate() {
+            let orig = layer.params()[pi].value.data[i];
+            layer.params()[pi].value.data[i] = orig + eps;
+            let lp = loss_of(layer.as_mut(), g, &x, &r);
+            layer.params()[pi].value.data[i] = orig - eps;
+            let lm = loss_of(layer.as_mut(), g, &x, &r);
+            layer.params()[pi].value.data[i] = orig;
+            close(gv, (lp - lm) / (2.0 * f64::from(eps)), &format!("param {pi}[{i}]"));
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+}
+
+#[test]
+fn graph_conv_gradients() {
+    let g = with_self_loops(&tiny_graph()).unwrap();
+    let mut rng = Rng::new(1);
+    // in > out (GEMM before aggregation) and in <= out (aggregation first).
+    check_conv(Box::new(GraphConv::new(5, 3, &mut rng)), &g, 5, 2);
+    check_conv(Box::new(GraphConv::new(3, 4, &mut rng)), &g, 3, 3);
+    check_conv(Box::new(GraphConv::new(4, 2, &mut rng)), &tiny_block(), 4, 4);
+}
+
+#[test]
+fn sage_conv_gradients() {
+    let mut rng = Rng::new(5);
+    for g in [tiny_graph(), tiny_block()] {
+        check_conv(Box::new(SageConv::new(5, 3, SageAggregator::Mean, &mut rng)), &g, 5, 6);
+        check_conv(Box::new(SageConv::new(3, 4, SageAggregator::Mean, &mut rng)), &g, 3, 7);
+        check_conv(Box::new(SageConv::new(4, 3, SageAggregator::Pool, &mut rng)), &g, 4, 8);
+    }
+}
+
+#[test]
+fn gat_conv_gradients() {
+    let mut rng = Rng::new(9);
+    let g = with_self_loops(&tiny_graph()).unwrap();
+    check_conv(Box::new(GatConv::new(4, 3, 2, 0.0, 1, &mut rng)), &g, 4, 10);
+    // Attention dropout: the mask is fixed by (seed, step, salt), so the
+    // finite differences see the same mask as backward.
+    check_conv(Box::new(GatConv::new(4, 2, 3, 0.4, 2, &mut rng)), &g, 4, 11);
+    check_conv(Box::new(GatConv::new(3, 2, 2, 0.0, 3, &mut rng)), &tiny_block(), 3, 12);
+}
+
+/// Whole two-layer models with activations, dropout and the masked
+/// cross-entropy: parameter gradients against finite differences.
+#[test]
+fn model_gradients() {
+    let g = tiny_graph();
+    let gl = with_self_loops(&g).unwrap();
+    let mut rng = Rng::new(21);
+    let x = random_mat(6, 5, &mut rng);
+    let labels = vec![0, 1, 2, 1, 0, 2];
+    let rows = vec![0, 2, 3, 5];
+    let c = NetConfig { in_dim: 5, hidden: 4, classes: 3, layers: 2, dropout: 0.3, heads: 2, attn_drop: 0.2 };
+    let nets: Vec<(Net, &G)> = vec![
+        (Net::gcn(&c, &mut rng), &gl),
+        (Net::sage(&c, SageAggregator::Mean, &mut rng), &g),
+        (Net::sage(&c, SageAggregator::Pool, &mut rng), &g),
+        (Net::gat(&c, &mut rng), &gl),
+    ];
+    for (mut net, graph) in nets {
+        let graphs = [graph, graph];
+        let loss = |net: &mut Net| {
+            let mut ctx = Ctx::new(Exec::default(), 3);
+            let logits = net.forward(&mut ctx, &graphs, &x).unwrap();
+            f64::from(cross_entropy(&logits, &labels, &rows).0)
+        };
+        let mut ctx = Ctx::new(Exec::default(), 3);
+        let logits = net.forward(&mut ctx, &graphs, &x).unwrap();
+        let (_, grad) = cross_entropy(&logits, &labels, &rows);
+        net.params().into_iter().for_each(|p| p.zero_grad());
+        net.backward(&mut ctx, &graphs, &x, grad).unwrap();
+        let grads: Vec<Vec<f32>> = net.params().iter().map(|p| p.grad.data.clone()).collect();
+        let eps = 2e-3f32;
+        for (pi, grad) in grads.iter().enumerate() {
+            for (i, &gv) in grad.iter().enumerate() {
+                let orig = net.params()[pi].value.data[i];
+                net.params()[pi].value.data[i] = orig + eps;
+                let lp = loss(&mut net);
+                net.params()[pi].value.data[i] = orig - eps;
+                let lm = loss(&mut net);
+                net.params()[pi].value.data[i] = orig;
+                let fd = (lp - lm) / (2.0 * f64::from(eps));
+                assert!((f64::from(gv) - fd).abs() <= 1e-2 * fd.abs().max(0.1), "param {pi}[{i}]: {gv} vs {fd}");
+            }
+        }
+    }
+}
+
+#[test]
+fn batch_norm_gradients() {
+    let mut rng = Rng::new(31);
+    let x = random_mat(7, 3, &mut rng);
+    let r = random_mat(7, 3, &mut rng);
+    let gamma = vec![1.2, 0.7, -0.4];
+    let beta = vec![0.1, -0.2, 0.3];
+    let loss = |x: &Mat, gamma: &[f32]| -> f64 {
+        let (y, _) = nn::batch_norm(x, gamma, &beta);
+        y.data.iter().zip(&r.data).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
+    };
+    let (_, cache) = nn::batch_norm(&x, &gamma, &beta);
+    let (mut dg, mut db) = (vec![0.0; 3], vec![0.0; 3]);
+    let dx = nn::batch_norm_backward(&cache, &gamma, &r, &mut dg, &mut db);
+    let eps = 1e-2;
+    for i in 0..x.data.len() {
+        let mut xp = x.clone();
+        xp.data[i] += eps;
+        let lp = loss(&xp, &gamma);
+        xp.data[i] -= 2.0 * eps;
+        let lm = loss(&xp, &gamma);
+        close(dx.data[i], (lp - lm) / (2.0 * f64::from(eps)), &format!("bn dx[{i}]"));
+    }
+    for j in 0..3 {
+        let mut gp = gamma.clone();
+        gp[j] += eps;
+        let lp = loss(&x, &gp);
+        gp[j] -= 2.0 * eps;
+        let lm = loss(&x, &gp);
+        close(dg[j], (lp - lm) / (2.0 * f64::from(eps)), "bn dgamma");
+        let sum_r: f64 = (0..7).map(|rr| f64::from(r.row(rr)[j])).sum();
+        close(db[j], sum_r, "bn dbeta");
+    }
+}
+
+/// The task builder gives generated graphs features, labels and a split.
+#[test]
+fn generated_task_has_everything() {
+    let ds = gnnkern_datasets::open("sbm:60:3:0.3:0.02:4").unwrap();
+    let t = Task::from_dataset(&ds, 1, true).unwrap();
+    assert_eq!((t.features.rows, t.features.cols), (60, 128));
+    assert!(!t.real_labels);
+    assert_eq!(t.train.len() + t.val.len() + t.test.len(), 60);
+}
