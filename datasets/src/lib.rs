@@ -3,8 +3,8 @@
 //!
 //! - [`load_dir`] / [`write_dir`]: the directory format of
 //!   `../shared/datasets` (also our own output, with i32 or i64 ids).
-//! - [`npy`], [`mtx`], [`snap`], [`ogb`]: NumPy arrays, Matrix Market,
-//!   SNAP-style edge lists and OGB node-property layouts.
+//! - [`npy`], [`mtx`], [`snap`], [`ogb`], [`planetoid`]: NumPy arrays, Matrix Market,
+//!   SNAP-style edge lists, OGB node-property layouts and Planetoid raw files.
 //! - [`generate`] / [`GraphSpec`]: `uniform:N:M:SEED`, `rmat:SCALE:DEG:SEED`,
 //!   `sbm:N:K:P_IN:P_OUT:SEED`, `chain:N`, `star:N`.
 //! - [`sample_block`]: DGL-style neighbour-sampled blocks per layer.
@@ -28,6 +28,8 @@ mod generate;
 pub mod mtx;
 pub mod npy;
 pub mod ogb;
+mod pickle;
+pub mod planetoid;
 pub mod rng;
 mod sample;
 pub mod snap;
