@@ -116,7 +116,8 @@ fn reduce_segments<R: Reducer, I: Index>(offsets: &[I], x: &[f32], len: usize, o
         return;
     }
     let mut arg_rows = arg.map(|a| a.chunks_mut(len));
-    let rows: Vec<(usize, &mut [f32], Option<&mut [I]>)> =
+    // (segment, output row, arg row) triples, handed to rayon.
+    let rows: Vec<_> =
         out.chunks_mut(len).enumerate().map(|(s, o)| (s, o, arg_rows.as_mut().and_then(Iterator::next))).collect();
     rows.into_par_iter().for_each_init(
         || vec![0f64; len],

@@ -366,6 +366,19 @@ fn the_reference_agrees_with_itself_through_the_harness() {
     }
 }
 
+/// `GNNKERN_REQUIRE_BACKENDS` / `GNNKERN_REQUIRE_ISA` turn skips into
+/// failures (checked inside `candidates()`); every listed backend then runs.
+#[test]
+fn required_backends_and_isa_levels_are_candidates() {
+    let cands = candidates();
+    for name in std::env::var("GNNKERN_REQUIRE_BACKENDS").unwrap_or_default().split(',').filter(|s| !s.is_empty()) {
+        assert!(cands.iter().any(|c| c.kind.name() == name.trim()), "required backend {name} is not a candidate");
+    }
+    for c in cands {
+        eprintln!("note: comparing backend {} with the reference", c.label());
+    }
+}
+
 /// The harness itself: a comparison that must fail does fail.
 #[test]
 fn comparisons_detect_differences() {

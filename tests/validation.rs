@@ -130,8 +130,9 @@ fn gsddmm_and_edge_softmax_errors_are_typed_and_write_nothing() {
     let x = ones(&[3, 4]);
     let y = ones(&[4, 4]);
     let y2 = ones(&[4, 2]);
-    let cases: Vec<(&str, Option<&Tensor>, Option<&Tensor>, Vec<usize>)> = vec![
-        ("u_dot_v", Some(&x), None, vec![5, 1]),
+    // (op, lhs, rhs, output shape)
+    let cases = [
+        ("u_dot_v", Some(&x), None::<&Tensor>, vec![5, 1]),
         ("u_dot_v", Some(&x), Some(&x), vec![5, 1]),
         ("u_add_v", Some(&x), Some(&y2), vec![5, 4]),
         ("u_add_v", Some(&x), Some(&y), vec![4, 4]),

@@ -117,8 +117,5 @@ pub fn candidates() -> &'static [Candidate] {
 /// (the dispatch contract lets a backend refuse ops it has no form for).
 /// The reference must run everything.
 pub fn declined<T>(c: &Candidate, r: &Result<T, Error>) -> bool {
-    match r {
-        Err(Error::Unsupported { .. }) if c.kind != BackendKind::Reference => true,
-        _ => false,
-    }
+    matches!(r, Err(Error::Unsupported { .. }) if c.kind != BackendKind::Reference)
 }

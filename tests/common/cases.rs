@@ -203,7 +203,7 @@ pub fn shapes(op: BinaryOpKind, family: usize, d: usize) -> Shapes {
     let h = HEADS;
     let (lhs, rhs): (Vec<usize>, Vec<usize>) = match op {
         BinaryOpKind::CopyLhs | BinaryOpKind::CopyRhs => {
-            let s = if family % 2 == 0 { vec![d] } else { vec![h, d] };
+            let s = if family.is_multiple_of(2) { vec![d] } else { vec![h, d] };
             if op == BinaryOpKind::CopyLhs { (s, vec![]) } else { (vec![], s) }
         }
         BinaryOpKind::Dot => match family % 4 {
