@@ -13,6 +13,17 @@
 //!
 //! The reductions are dense and backend-independent; they run in parallel
 //! over segments with rayon.
+//!
+//! ```
+//! use gnnkern::op::ReduceKind;
+//! use gnnkern::{Tensor, segment};
+//! // Rows 0..2, (none), 2..3.
+//! let offsets = segment::offsets_from_lengths(&[2i64, 0, 1]).unwrap();
+//! let x = Tensor::from_vec(vec![1.0, 5.0, 3.0], vec![3, 1]).unwrap();
+//! let (out, arg) = segment::segment_reduce_alloc(ReduceKind::Max, &offsets, x.view()).unwrap();
+//! assert_eq!(out.data(), &[5.0, 0.0, 3.0]);
+//! assert_eq!(arg.unwrap(), vec![1, -1, 2]);
+//! ```
 
 use crate::tensor::{Tensor, TensorMut, TensorRef};
 use crate::{Error, Index, Result};

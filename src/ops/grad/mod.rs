@@ -159,6 +159,27 @@ impl Exec {
     /// [`Exec::gspmm`], `grad_out` against the forward output shape, each
     /// gradient against its operand's shape, and for max/min `arg_e` (length
     /// and that every id is an in-edge of its destination).
+    ///
+    /// ```
+    /// use gnnkern::{Exec, Graph, SpmmBackwardIo, SpmmSpec, Tensor};
+    /// // out[2] = x[0] * w[0] + x[1] * w[1] (u_mul_e_sum on edges 0->2, 1->2).
+    /// let g = Graph::<i32>::from_coo(3, 3, vec![0, 1], vec![2, 2]).unwrap();
+    /// let x = Tensor::from_vec(vec![1.0, 2.0, 3.0], vec![3, 1]).unwrap();
+    /// let w = Tensor::from_vec(vec![10.0, 20.0], vec![2, 1]).unwrap();
+    /// let grad_out = Tensor::from_vec(vec![0.0, 0.0, 1.0], vec![3, 1]).unwrap();
+    /// let (mut grad_x, mut grad_w) = (Tensor::zeros(&[3, 1]).unwrap(), Tensor::zeros(&[2, 1]).unwrap());
+    /// let io = SpmmBackwardIo {
+    ///     lhs: Some(x.view()),
+    ///     rhs: Some(w.view()),
+    ///     grad_out: grad_out.view(),
+    ///     arg_e: None,
+    ///     grad_lhs: Some(grad_x.view_mut()),
+    ///     grad_rhs: Some(grad_w.view_mut()),
+    /// };
+    /// Exec::default().gspmm_backward(&g, SpmmSpec::from_name("u_mul_e_sum").unwrap(), io).unwrap();
+    /// assert_eq!(grad_x.data(), &[10.0, 20.0, 0.0]); // Σ over out-edges of w · g[dst]
+    /// assert_eq!(grad_w.data(), &[1.0, 2.0]); // x[src] · g[dst]
+    /// ```
     pub fn gspmm_backward<I: Index>(&self, graph: &Graph<I>, spec: SpmmSpec, io: SpmmBackwardIo<'_, I>) -> Result<()> {
         let SpmmBackwardIo { lhs, rhs, grad_out, arg_e, grad_lhs, grad_rhs } = io;
         let family = "g-SpMM";
