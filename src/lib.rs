@@ -29,8 +29,6 @@ pub use error::{Error, Result};
 pub use gnnkern_simd::index::Index;
 pub use gnnkern_simd::op;
 pub use graph::Graph;
-pub use ops::{
-    Exec, Gradients, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmGradInputs, SpmmIo, SpmmOutput, Wanted,
-};
+pub use ops::{Exec, Gradients, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmGradInputs, SpmmIo, SpmmOutput, Wanted};
 pub use spec::{SddmmSpec, SpmmSpec};
 pub use tensor::{Element, Tensor, TensorMut, TensorRef};
