@@ -22,8 +22,7 @@
 mod common;
 
 use common::cases::{
-    FEATURE_SIZES, GraphCase, GraphKind, Operands, Scale, Values, all_sddmm_specs, all_spmm_specs, graph_case,
-    shape_families, shapes,
+    GraphCase, GraphKind, Operands, Scale, Values, all_sddmm_specs, all_spmm_specs, graph_case, shape_families, shapes,
 };
 use common::compare::{abs, args_equal, close, exact};
 use common::rng::Rng;
@@ -222,4 +221,195 @@ fn sddmm_every_spec_on_every_graph() {
             check_sddmm(&gpu, g, spec, i + j, d, values, (i * 7 + j) as u64).unwrap();
         }
     }
+}
+
+/// A graph with one destination of `hub` in-edges drawn from few sources
+/// (many duplicate (source, edge) ties), plus sparse rows and empty rows.
+fn hub_graph<I: Index>(hub: usize, seed: u64) -> GraphCase<I> {
+    let n = 40;
+    let mut rng = Rng::new(seed);
+    let (mut src, mut dst) = (Vec::new(), Vec::new());
+    for _ in 0..hub {
+        src.push(rng.below(n));
+        dst.push(3);
+    }
+    for _ in 0..n {
+        src.push(rng.below(n));
+        dst.push(10 + rng.below(n - 10));
+    }
+    let ids = |v: &[usize]| v.iter().map(|&x| I::try_from_usize(x).unwrap()).collect::<Vec<I>>();
+    let graph = Graph::from_coo(n, n, ids(&src), ids(&dst)).unwrap();
+    GraphCase { kind: GraphKind::Hub, graph, num_src: n, num_dst: n, src, dst }
+}
+
+#[test]
+fn hub_rows_split_into_segments_keep_row_order_ties() {
+    let Some(ctx) = base() else { return };
+    let gpu = Gpu::with_context(ctx);
+    let g = graph_case::<i32>(GraphKind::Hub, Scale::Full, 5);
+    let dg = gpu.device_graph(&g.graph).unwrap();
+    let degrees = g.graph.in_degrees();
+    let segments: usize = degrees.iter().map(|d| d.div_ceil(gnnkern_gpu::SEGMENT_EDGES)).sum();
+    let busy_rows = degrees.iter().filter(|&&d| d > 0).count();
+    assert_eq!(dg.num_segments(), segments);
+    assert!(segments >= busy_rows + 11, "the 3000-edge hub must be split ({segments} segments, {busy_rows} rows)");
+    // Small integers: ties in nearly every row, across segment boundaries.
+    for (i, reduce) in ReduceKind::ALL.into_iter().enumerate() {
+        for (j, (op, l, r)) in [
+            (BinaryOpKind::CopyLhs, Target::Src, Target::Edge),
+            (BinaryOpKind::Mul, Target::Src, Target::Edge),
+            (BinaryOpKind::Add, Target::Edge, Target::Dst),
+            (BinaryOpKind::Dot, Target::Src, Target::Dst),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let spec = SpmmSpec::new(op, l, r, reduce);
+            for d in [1, 65] {
+                check_spmm(&gpu, &g, spec, i + j, d, Values::Integers, (i * 4 + j) as u64).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn chunked_bindings_match_the_reference() {
+    let Some(ctx) = small() else { return };
+    assert!(ctx.max_binding_bytes() <= SMALL_BINDING);
+    let gpu = Gpu::with_context(ctx);
+    // Operands of 24–48 rows × 33–65 features span several 4 KiB windows;
+    // the 400-edge hub is two segments in one block; the rows are blocked.
+    let graphs: Vec<GraphCase<i32>> =
+        [GraphKind::EmptyRows, GraphKind::Bipartite, GraphKind::Duplicates, GraphKind::Random]
+            .iter()
+            .map(|&k| graph_case(k, Scale::Full, 21))
+            .chain([hub_graph(400, 3)])
+            .collect();
+    let spmm = all_spmm_specs();
+    for (i, spec) in spmm.iter().enumerate().step_by(3) {
+        let g = &graphs[i % graphs.len()];
+        let d = [33, 65, 7][i % 3];
+        check_spmm(&gpu, g, *spec, i, d, Values::Finite, i as u64).unwrap();
+    }
+    for (i, spec) in all_sddmm_specs().into_iter().enumerate() {
+        let g = &graphs[i % graphs.len()];
+        check_sddmm(&gpu, g, spec, i, [33, 65][i % 2], Values::Finite, i as u64).unwrap();
+    }
+}
+
+#[test]
+fn a_row_larger_than_a_binding_is_a_typed_error_and_writes_nothing() {
+    let Some(ctx) = small() else { return };
+    let gpu = Gpu::with_context(ctx);
+    // 3000 in-edges = 24000 bytes of (source, edge id) pairs > one 4 KiB binding.
+    let g = hub_graph::<i32>(3000, 9);
+    let spec = SpmmSpec::new(BinaryOpKind::CopyLhs, Target::Src, Target::Edge, ReduceKind::Sum);
+    let ops =
+        Operands::draw(&g, spec.op, (spec.lhs, spec.rhs), &shapes(spec.op, 0, 4), Values::Finite, &mut Rng::new(1));
+    match spmm_on(&gpu, &g.graph, spec, &ops) {
+        Err(Error::Unsupported { backend: "gpu", what }) => assert!(what.contains("row 3"), "{what}"),
+        Err(e) => panic!("expected Unsupported, got {e}"),
+        Ok(_) => panic!("a 24 KB edge list cannot fit a 4 KiB binding"),
+    }
+    let mut out = vec![7.0f32; g.num_dst * 4];
+    let plan = BroadcastPlan::new(OperandShape::of::<gnnkern::op::CopyLhs>(), &[4], &[]).unwrap();
+    let call = SpmmCall {
+        graph: &g.graph,
+        lhs_target: Target::Src,
+        rhs_target: Target::Edge,
+        plan: &plan,
+        lhs: &ops.lhs.as_ref().unwrap().0,
+        rhs: &[],
+        out: &mut out,
+        arg_u: None,
+        arg_e: None,
+    };
+    assert!(gpu.gspmm::<gnnkern::op::CopyLhs, gnnkern::op::Sum, i32>(call).is_err());
+    assert!(out.iter().all(|&x| x == 7.0), "a failed call must leave the output untouched");
+}
+
+/// Softmax outputs and gradients: `c · ε · |want| · (degree + 16)` (f32 exp
+/// is within a few ulp, then one sum over the row and one division).
+fn check_softmax<I: Index>(exec: Exec, g: &GraphCase<I>, feat: &[usize], seed: u64) -> Result<(), String> {
+    let reference = Exec::forced(BackendKind::Reference);
+    let mut rng = Rng::new(seed);
+    let mut shape = vec![g.num_edges()];
+    shape.extend_from_slice(feat);
+    let n: usize = shape.iter().product();
+    let logits = Tensor::from_vec(rng.signed_vec(n, 0.25, 4.0), shape.clone()).unwrap();
+    let what = format!("edge_softmax on {:?} feat {feat:?}", g.kind);
+    let run = |ex: Exec| {
+        let mut y = Tensor::zeros(&shape).unwrap();
+        ex.edge_softmax(&g.graph, logits.view(), y.view_mut()).map(|k| (k, y))
+    };
+    let (kind, got) = run(exec).map_err(|e| format!("{what}: {e}"))?;
+    let (_, want) = run(reference).map_err(|e| format!("{what}: {e}"))?;
+    if kind != BackendKind::Gpu {
+        return Err(format!("{what}: ran on {kind:?}"));
+    }
+    let terms = g.max_degree() + 16;
+    close(&what, got.data(), want.data(), &abs(want.data()), terms, C)?;
+    let grad = Tensor::from_vec(rng.signed_vec(n, 0.25, 2.0), shape.clone()).unwrap();
+    let back = |ex: Exec| {
+        let mut dx = Tensor::zeros(&shape).unwrap();
+        ex.edge_softmax_backward(&g.graph, want.view(), grad.view(), dx.view_mut()).map(|_| dx)
+    };
+    let got = back(exec).map_err(|e| format!("{what} backward: {e}"))?;
+    let want_dx = back(reference).map_err(|e| format!("{what} backward: {e}"))?;
+    // |y|·(|g| + Σ|g·y|) bounds every term of the gradient.
+    let mag: Vec<f32> = want.data().iter().zip(grad.data()).map(|(y, g)| y.abs() * (g.abs() + 2.0)).collect();
+    close(&format!("{what} backward"), got.data(), want_dx.data(), &mag, terms, C)
+}
+
+#[test]
+fn edge_softmax_and_backward_through_exec() {
+    let Some(_) = base() else { return };
+    let exec = Exec::forced(BackendKind::Gpu);
+    for (i, &kind) in GraphKind::ALL.iter().enumerate() {
+        let g = graph_case::<i32>(kind, Scale::Full, 30 + i as u64);
+        for feat in [&[1][..], &[3, 1], &[4, 17], &[65]] {
+            check_softmax(exec, &g, feat, i as u64).unwrap();
+        }
+    }
+    let g = hub_graph::<i64>(600, 4);
+    check_softmax(exec, &g, &[2, 8], 99).unwrap();
+}
+
+#[test]
+fn exec_forced_gpu_runs_on_the_gpu_and_matches() {
+    let Some(_) = base() else { return };
+    assert_eq!(BackendKind::Gpu.availability(), Ok(()));
+    let g = graph_case::<i64>(GraphKind::Hub, Scale::Full, 2);
+    let spec = SpmmSpec::from_name("u_mul_e_max").unwrap();
+    let sh = shapes(spec.op, 3, 16);
+    let ops = Operands::draw(&g, spec.op, (spec.lhs, spec.rhs), &sh, Values::Specials, &mut Rng::new(8));
+    let got = Exec::forced(BackendKind::Gpu).gspmm_alloc(&g.graph, spec, ops.lhs(), ops.rhs()).unwrap();
+    assert_eq!(got.backend, BackendKind::Gpu);
+    assert_eq!(gnnkern::backend::last_used(), Some(BackendKind::Gpu));
+    let want = Exec::forced(BackendKind::Reference).gspmm_alloc(&g.graph, spec, ops.lhs(), ops.rhs()).unwrap();
+    exact("u_mul_e_max", got.out.data(), want.out.data()).unwrap();
+    assert_eq!(got.arg_u, want.arg_u);
+    assert_eq!(got.arg_e, want.arg_e);
+    let sd = SddmmSpec::from_name("u_dot_v").unwrap();
+    let sh = shapes(sd.op, 1, 9);
+    let ops = Operands::draw(&g, sd.op, (sd.lhs, sd.rhs), &sh, Values::Integers, &mut Rng::new(9));
+    let got = Exec::forced(BackendKind::Gpu).gsddmm_alloc(&g.graph, sd, ops.lhs(), ops.rhs()).unwrap();
+    let want = Exec::forced(BackendKind::Reference).gsddmm_alloc(&g.graph, sd, ops.lhs(), ops.rhs()).unwrap();
+    exact("u_dot_v on integers", got.data(), want.data()).unwrap();
+    // The device graph is uploaded once per orientation and context.
+    let gpu = Gpu::get().unwrap();
+    let a = gpu.device_graph(&g.graph).unwrap();
+    let b = gpu.device_graph(&g.graph).unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    assert!(!Arc::ptr_eq(&a, &gpu.device_graph(&g.graph.reverse()).unwrap()));
+}
+
+#[test]
+fn device_api_rejects_mismatched_inputs_with_typed_errors() {
+    let (Some(ctx), Some(other)) = (base(), small()) else { return };
+    let x = ctx.upload(&[1.0, 2.0, 3.0]).unwrap();
+    assert_eq!(ctx.download(&x).unwrap(), vec![1.0, 2.0, 3.0]);
+    let mut wrong = vec![0.0; 2];
+    assert!(matches!(ctx.download_into(&x, &mut wrong), Err(gnnkern_gpu::GpuError::InvalidArgument(_))));
+    assert!(matches!(other.download(&x), Err(gnnkern_gpu::GpuError::InvalidArgument(_))));
 }
