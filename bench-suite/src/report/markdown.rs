@@ -1,0 +1,94 @@
+//! `perf-reports/LATEST.md`: the newest run as a markdown table with the
+//! peers side by side.
+
+use super::LoadedRun;
+use crate::compare::{PEERS, geomean, rows};
+use crate::table::ms;
+
+/// The markdown page for `latest`.
+pub fn latest(latest: &LoadedRun) -> String {
+    let run = &latest.run;
+    let rows = rows(run);
+    let peers: Vec<&str> = PEERS.iter().copied().filter(|p| rows.iter().any(|r| r.peers.contains_key(p))).collect();
+    let mut s = String::new();
+    s.push_str("# Latest benchmark run\n\n");
+    s.push_str(&format!(
+        "- run file: `perf-reports/runs/{}` (suite `{}`, git `{}`, started {}{})\n",
+        latest.file_name(),
+        run.suite,
+        run.git_rev,
+        run.started,
+        run.finished.as_ref().map_or_else(|| ", unfinished".to_string(), |f| format!(", finished {f}"))
+    ));
+    s.push_str(&format!(
+        "- machine: {} ({}, {} logical CPUs)\n",
+        run.machine.cpu, run.machine.vendor, run.machine.cores
+    ));
+    let triad: Vec<String> =
+        run.triad_gbps.iter().map(|t| format!("{:.1} GB/s at {} threads", t.gbps, t.threads)).collect();
+    s.push_str(&format!(
+        "- triad bandwidth: {}\n",
+        if triad.is_empty() { "not measured".into() } else { triad.join(", ") }
+    ));
+    s.push_str(&format!("- reproduce: `{}`\n", run.command));
+    s.push_str("- times are medians in ms; GB/s and %triad use the minimum-traffic model of docs/BENCHMARKS.md; ");
+    s.push_str("`vs DGL` = DGL time / gnnkern time; `check` = output checksums of all tools agree\n\n");
+
+    let mut header = vec!["case", "gnnkern backend", "ms", "GFLOP/s", "GB/s", "%triad"];
+    let peer_headers: Vec<String> = peers.iter().map(|p| format!("{p} ms")).collect();
+    header.extend(peer_headers.iter().map(String::as_str));
+    if peers.contains(&"dgl") {
+        header.push("vs DGL");
+    }
+    if !peers.is_empty() {
+        header.push("check");
+    }
+    s.push_str(&format!("| {} |\n", header.join(" | ")));
+    s.push_str(&format!(
+        "|{}\n",
+        header.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>()
+    ));
+    for row in &rows {
+        let mut cells = vec![format!("`{}`", row.key)];
+        match row.ours {
+            Some(o) => cells.extend([
+                o.backend.clone(),
+                ms(o.median_ms),
+                format!("{:.2}", o.gflops),
+                format!("{:.2}", o.gbps),
+                o.pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
+            ]),
+            None => cells.extend(["-", "-", "-", "-", "-"].map(String::from)),
+        }
+        for p in &peers {
+            cells.push(row.peers.get(p).map_or("-".into(), |r| ms(r.median_ms)));
+        }
+        if peers.contains(&"dgl") {
+            cells.push(row.speedup_vs("dgl").map_or("-".into(), |x| format!("{x:.2}x")));
+        }
+        if !peers.is_empty() {
+            cells.push(match row.checksums_agree() {
+                Some(true) => "ok".into(),
+                Some(false) => "**differs**".into(),
+                None => "-".into(),
+            });
+        }
+        s.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    s.push('\n');
+    for p in &peers {
+        if let Some(g) = geomean(rows.iter().filter_map(|r| r.speedup_vs(p))) {
+            let n = rows.iter().filter(|r| r.speedup_vs(p).is_some()).count();
+            s.push_str(&format!("Geometric-mean speedup of gnnkern over {p}: **{g:.2}x** ({n} cases).\n\n"));
+        }
+    }
+    if !run.skipped.is_empty() {
+        s.push_str("## Not timed\n\n");
+        for sk in &run.skipped {
+            s.push_str(&format!("- `{}` [{}]: {}\n", sk.case, sk.tool, sk.reason.replace('\n', " ")));
+        }
+        s.push('\n');
+    }
+    s.push_str("Regenerate with `gnnkern-bench report`; the dashboard is `perf-reports/index.html`.\n");
+    s
+}

@@ -1,0 +1,416 @@
+//! Contract tests of the `gnnkern-bench` command line (issue 4): `gen`,
+//! `op --json` (fields, `--lhs/--rhs/--save-output` round trip, errors),
+//! `suite` on a tiny suites file, `report` and `check` on fixture runs.
+
+use gnnkern_bench::machine::Machine;
+use gnnkern_bench::runfile::{MachineBrief, OpResult, RunFile, SCHEMA_VERSION, Skipped};
+use gnnkern_bench::triad::{MachineFile, TriadPoint};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gnnkern-bench"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gnnkern-bench-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("the binary runs")
+}
+
+fn ok(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        out.status.success(),
+        "failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn op_json(args: &[&str]) -> Value {
+    let stdout = ok(bin().arg("op").args(args).arg("--json"));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "op --json prints exactly one line: {stdout}");
+    serde_json::from_str(lines[0]).unwrap()
+}
+
+fn read_ids(path: &Path) -> Vec<usize> {
+    std::fs::read(path).unwrap().chunks_exact(4).map(|b| i32::from_le_bytes(b.try_into().unwrap()) as usize).collect()
+}
+
+fn write_f32(path: &Path, v: &[f32]) {
+    std::fs::write(path, v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+}
+
+fn read_f32(path: &Path) -> Vec<f32> {
+    std::fs::read(path).unwrap().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+}
+
+const FIELDS: [&str; 19] = [
+    "op",
+    "graph",
+    "nodes",
+    "edges",
+    "dim",
+    "heads",
+    "threads",
+    "backend",
+    "isa",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+    "gflops",
+    "model_bytes",
+    "gbps",
+    "pct_of_triad",
+    "peak_rss_mb",
+    "checksum",
+    "machine",
+];
+
+#[test]
+fn gen_then_op_on_the_directory_and_on_the_spec_agree() {
+    let dir = tmp("gen");
+    let g = dir.join("g");
+    ok(bin().args(["gen", "uniform:300:2000:5", "--out"]).arg(&g));
+    assert_eq!(std::fs::metadata(g.join("src.bin")).unwrap().len(), 2000 * 4);
+    let meta: Value = serde_json::from_str(&std::fs::read_to_string(g.join("meta.json")).unwrap()).unwrap();
+    assert_eq!((meta["num_nodes"].as_u64(), meta["num_edges"].as_u64()), (Some(300), Some(2000)));
+
+    let a = op_json(&[
+        "--graph",
+        "uniform:300:2000:5",
+        "--op",
+        "copy_u_sum",
+        "--dim",
+        "16",
+        "--threads",
+        "1",
+        "--reps",
+        "2",
+    ]);
+    for f in FIELDS {
+        assert!(a.get(f).is_some(), "field {f} missing in {a}");
+    }
+    assert_eq!(a["op"], "copy_u_sum");
+    assert_eq!((a["nodes"].as_u64(), a["edges"].as_u64(), a["dim"].as_u64()), (Some(300), Some(2000), Some(16)));
+    assert_eq!(a["threads"].as_u64(), Some(1));
+    assert_eq!(a["reps"].as_u64(), Some(2));
+    assert!(a["median_ms"].as_f64().unwrap() > 0.0);
+    assert!(a["min_ms"].as_f64().unwrap() <= a["median_ms"].as_f64().unwrap());
+    assert!(a["max_ms"].as_f64().unwrap() >= a["median_ms"].as_f64().unwrap());
+    // copy_u_sum: E·d FLOPs and (N+1+E)·4 + 2·N·d·4 bytes (docs/BENCHMARKS.md).
+    assert_eq!(a["model_bytes"].as_u64(), Some((301 + 2000) * 4 + 2 * 300 * 16 * 4));
+    assert!(a["machine"]["cores"].as_u64().unwrap() >= 1);
+
+    let b = op_json(&[
+        "--graph",
+        g.to_str().unwrap(),
+        "--op",
+        "copy_u_sum",
+        "--dim",
+        "16",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+    ]);
+    assert_eq!(a["checksum"], b["checksum"], "same graph and seeded inputs give the same output");
+    assert_eq!(b["graph"], "g");
+}
+
+#[test]
+fn heads_layout_and_every_family_run() {
+    let h = op_json(&["--graph", "rmat:8:4:1", "--op", "u_dot_v", "--dim", "32", "--heads", "4", "--reps", "1"]);
+    assert_eq!(h["heads"].as_u64(), Some(4));
+    assert_eq!(h["out_shape"], serde_json::json!([h["edges"], 4, 1]));
+    for op in
+        ["copy_u_max", "u_mul_e_mean", "e_add_v", "u_sub_e_min", "copy_e_sum", "edge_softmax", "edge_softmax_backward"]
+    {
+        let r = op_json(&["--graph", "rmat:7:4:2", "--op", op, "--dim", "8", "--reps", "1"]);
+        assert!(r["checksum_abs"].as_f64().unwrap() > 0.0, "{op}: output is all zero");
+    }
+}
+
+#[test]
+fn save_output_matches_a_hand_computed_result_from_given_inputs() {
+    let dir = tmp("roundtrip");
+    let g = dir.join("g");
+    ok(bin().args(["gen", "uniform:50:300:9", "--out"]).arg(&g));
+    let (src, dst) = (read_ids(&g.join("src.bin")), read_ids(&g.join("dst.bin")));
+    let d = 3;
+    let x: Vec<f32> = (0..50 * d).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0).collect();
+    let w: Vec<f32> = (0..300).map(|i| ((i * 13 % 17) as f32 - 8.0) / 4.0).collect();
+    write_f32(&dir.join("x.bin"), &x);
+    write_f32(&dir.join("w.bin"), &w);
+    let out = dir.join("out.bin");
+    let mut cmd = bin();
+    cmd.args(["op", "--graph"]).arg(&g).args(["--op", "u_mul_e_sum", "--dim", "3", "--reps", "1", "--json", "--lhs"]);
+    cmd.arg(dir.join("x.bin")).arg("--rhs").arg(dir.join("w.bin")).arg("--save-output").arg(&out);
+    let r: Value = serde_json::from_str(ok(&mut cmd).trim()).unwrap();
+    let got = read_f32(&out);
+    let mut want = vec![0.0f64; 50 * d];
+    for e in 0..300 {
+        for k in 0..d {
+            want[dst[e] * d + k] += f64::from(x[src[e] * d + k]) * f64::from(w[e]);
+        }
+    }
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((f64::from(*g) - w).abs() < 1e-4 * (1.0 + w.abs()), "element {i}: {g} vs {w}");
+    }
+    let sum: f64 = got.iter().map(|&v| f64::from(v)).sum();
+    assert!((r["checksum"].as_f64().unwrap() - sum).abs() < 1e-6 * (1.0 + sum.abs()));
+
+    // A wrong-sized input is a clear error (exit 2), and nothing is written.
+    write_f32(&dir.join("short.bin"), &x[..10]);
+    let bad = dir.join("bad.bin");
+    let o = run(bin()
+        .args(["op", "--graph"])
+        .arg(&g)
+        .args(["--op", "copy_u_sum", "--dim", "3", "--lhs"])
+        .arg(dir.join("short.bin"))
+        .arg("--save-output")
+        .arg(&bad));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--lhs") && err.contains("150"), "{err}");
+    assert!(!bad.exists());
+}
+
+#[test]
+fn bad_invocations_fail_with_a_message() {
+    for (args, needle) in [
+        (vec!["--graph", "chain:5", "--op", "u_pow_v", "--dim", "4"], "u_pow_v"),
+        (vec!["--graph", "nosuch:1", "--op", "copy_u_sum", "--dim", "4"], "nosuch:1"),
+        (vec!["--graph", "chain:5", "--op", "copy_u_sum", "--dim", "6", "--heads", "4"], "--heads"),
+        (vec!["--graph", "chain:5", "--op", "copy_u_sum", "--dim", "4", "--backend", "quantum"], "quantum"),
+    ] {
+        let o = run(bin().arg("op").args(&args));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(needle),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn op_runs_on_the_shared_cora_dataset() {
+    let cora = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/cora");
+    if !cora.join("meta.json").exists() {
+        eprintln!("skipping: {} is absent", cora.display());
+        return;
+    }
+    let r = op_json(&[
+        "--graph",
+        cora.to_str().unwrap(),
+        "--op",
+        "u_mul_e_sum",
+        "--dim",
+        "64",
+        "--heads",
+        "4",
+        "--reps",
+        "2",
+    ]);
+    assert_eq!(
+        (r["graph"].as_str(), r["nodes"].as_u64(), r["edges"].as_u64()),
+        (Some("cora"), Some(2708), Some(10556))
+    );
+}
+
+fn result(graph: &str, op: &str, tool: &str, ms: f64, checksum: f64) -> OpResult {
+    OpResult {
+        tool: tool.into(),
+        op: op.into(),
+        graph: graph.into(),
+        nodes: 100,
+        dst_nodes: 100,
+        edges: 1000,
+        dim: 32,
+        heads: None,
+        threads: 2,
+        backend: if tool == "gnnkern" { "simd".into() } else { tool.into() },
+        isa: "avx512".into(),
+        reps: 5,
+        median_ms: ms,
+        min_ms: ms * 0.9,
+        max_ms: ms * 1.2,
+        flops: 32_000,
+        gflops: 32_000.0 / ms / 1e6,
+        model_bytes: 100_000,
+        gbps: 100_000.0 / ms / 1e6,
+        pct_of_triad: Some(12.5),
+        peak_rss_mb: Some(40.0),
+        out_shape: vec![100, 32],
+        checksum,
+        checksum_abs: 1000.0,
+        machine: MachineBrief { cpu: "Test CPU".into(), vendor: "GenuineIntel".into(), cores: 2 },
+    }
+}
+
+fn fixture_run(rev: &str, started: &str, slow: f64) -> RunFile {
+    let mut results = vec![];
+    for (op, base) in [("copy_u_sum", 1.0), ("u_dot_v", 2.0), ("edge_softmax", 3.0)] {
+        let factor = if op == "u_dot_v" { slow } else { 1.0 };
+        results.push(result("rmat16", op, "gnnkern", base * factor, 5.0));
+        results.push(result("rmat16", op, "dgl", base * 2.0, 5.0001));
+        results.push(result("rmat16", op, "pyg", base * 5.0, if op == "edge_softmax" { 9.0 } else { 5.0 }));
+    }
+    RunFile {
+        schema: SCHEMA_VERSION,
+        suite: "quick".into(),
+        command: "gnnkern-bench suite --quick --peers".into(),
+        started: started.into(),
+        finished: Some(started.into()),
+        git_rev: rev.into(),
+        machine: Machine {
+            cpu: "Test CPU".into(),
+            vendor: "GenuineIntel".into(),
+            cores: 2,
+            slug: "test-cpu-2c".into(),
+        },
+        triad_gbps: vec![TriadPoint { threads: 2, gbps: 10.0 }],
+        calibration_gbps: vec![10.0, 10.0],
+        results,
+        skipped: vec![Skipped {
+            case: "rmat16|u_dot_v|d32|h0|t2".into(),
+            tool: "torch_sparse".into(),
+            reason: "no form".into(),
+        }],
+    }
+}
+
+fn write_run(path: &Path, run: &RunFile) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(run).unwrap()).unwrap();
+}
+
+#[test]
+fn report_renders_the_dashboard_and_latest_md() {
+    let dir = tmp("report");
+    write_run(&dir.join("runs/2026-01-01_test-cpu-2c_aaa.json"), &fixture_run("aaa", "2026-01-01T00:00:00Z", 1.0));
+    write_run(&dir.join("runs/2026-01-02_test-cpu-2c_bbb.json"), &fixture_run("bbb", "2026-01-02T00:00:00Z", 0.8));
+    ok(bin().arg("report").arg("--dir").arg(&dir));
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.starts_with("<!doctype html>") && html.trim_end().ends_with("</html>"));
+    assert!(html.contains("<svg") && html.contains("Speedup over DGL") && html.contains("History across revisions"));
+    assert!(html.contains("rmat16|u_dot_v|d32|h0|t2"));
+    assert!(
+        !html.contains("http://")
+            || html.matches("http://").count() == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(),
+        "no external assets"
+    );
+    assert!(!html.contains("<script"), "the page is static");
+    let md = std::fs::read_to_string(dir.join("LATEST.md")).unwrap();
+    assert!(md.contains("2026-01-02_test-cpu-2c_bbb.json"), "LATEST.md describes the newest run");
+    assert!(md.contains("| case |") && md.contains("dgl ms") && md.contains("vs DGL"));
+    // u_dot_v: 1.6 ms ours vs 4 ms DGL.
+    assert!(md.contains("2.50x"), "{md}");
+    // pyg's edge_softmax checksum differs: flagged.
+    assert!(md.contains("**differs**"));
+
+    let empty = tmp("report-empty");
+    std::fs::create_dir_all(empty.join("runs")).unwrap();
+    let o = run(bin().arg("report").arg("--dir").arg(&empty));
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn check_exits_nonzero_naming_regressed_cases() {
+    let dir = tmp("check");
+    let base = dir.join("base.json");
+    let same = dir.join("same.json");
+    let slow = dir.join("slow.json");
+    write_run(&base, &fixture_run("aaa", "2026-01-01T00:00:00Z", 1.0));
+    write_run(&same, &fixture_run("bbb", "2026-01-02T00:00:00Z", 1.05));
+    write_run(&slow, &fixture_run("ccc", "2026-01-03T00:00:00Z", 1.5));
+    let o = run(bin().args(["check", "--baseline"]).arg(&base).arg("--current").arg(&same));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = run(bin().args(["check", "--baseline"]).arg(&base).arg("--current").arg(&slow));
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("REGRESSED") && text.contains("u_dot_v") && !text.contains("REGRESSED  rmat16|copy_u_sum"),
+        "{text}"
+    );
+    // A looser threshold accepts it.
+    let o = run(bin().args(["check", "--threshold", "0.6", "--baseline"]).arg(&base).arg("--current").arg(&slow));
+    assert_eq!(o.status.code(), Some(0));
+    let o = run(bin().args(["check", "--baseline"]).arg(dir.join("missing.json")).arg("--current").arg(&slow));
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn suite_runs_a_suites_file_and_writes_a_run_file() {
+    let repo = tmp("suite");
+    let machine = Machine::detect();
+    let mf = MachineFile {
+        machine: machine.clone(),
+        triad: vec![TriadPoint { threads: 1, gbps: 5.0 }],
+        array_mib: 8,
+        reps: 1,
+        measured_at: "test".into(),
+        command: "test".into(),
+    };
+    let mpath = repo.join("perf-reports/machines").join(format!("{}.json", machine.slug));
+    std::fs::create_dir_all(mpath.parent().unwrap()).unwrap();
+    std::fs::write(&mpath, serde_json::to_string(&mf).unwrap()).unwrap();
+    let suites = repo.join("suites.toml");
+    std::fs::write(
+        &suites,
+        r#"
+[tiny]
+description = "test"
+reps = 2
+threads = [1]
+backends = ["auto"]
+calibration_mib = 4
+[tiny.graphs]
+u = "uniform:200:1500:1"
+blk = { from = "rmat:9:8:1", seeds = 16, fanout = 5, seed = 3 }
+[[tiny.cases]]
+graphs = ["u", "blk"]
+ops = ["copy_u_sum", "u_dot_v"]
+dims = [8]
+"#,
+    )
+    .unwrap();
+    let out = repo.join("run.json");
+    let stdout = ok(bin()
+        .env("GNNKERN_REPO", &repo)
+        .args(["suite", "--name", "tiny", "--suites"])
+        .arg(&suites)
+        .arg("--out")
+        .arg(&out));
+    assert!(stdout.contains("u|copy_u_sum|d8|h0|t1") && stdout.contains("wrote"), "{stdout}");
+    let run: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(run.suite, "tiny");
+    assert_eq!(run.results.len(), 4, "{:?}", run.skipped);
+    assert!(run.finished.is_some() && run.calibration_gbps.len() == 2);
+    let block = run.results.iter().find(|r| r.graph == "blk").unwrap();
+    assert_eq!(block.dst_nodes, 16);
+    assert!(block.edges <= 16 * 5 && block.nodes > 16);
+    assert!(run.results.iter().all(|r| r.pct_of_triad.is_some()));
+
+    // Resuming a finished run re-times nothing.
+    let stdout = ok(bin()
+        .env("GNNKERN_REPO", &repo)
+        .args(["suite", "--name", "tiny", "--suites"])
+        .arg(&suites)
+        .arg("--resume")
+        .arg(&out));
+    assert!(stdout.contains("wrote"));
+    let again: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(again.results, run.results);
+}
