@@ -412,4 +412,11 @@ fn device_api_rejects_mismatched_inputs_with_typed_errors() {
     let mut wrong = vec![0.0; 2];
     assert!(matches!(ctx.download_into(&x, &mut wrong), Err(gnnkern_gpu::GpuError::InvalidArgument(_))));
     assert!(matches!(other.download(&x), Err(gnnkern_gpu::GpuError::InvalidArgument(_))));
+    // Larger than the device's max_buffer_size: a typed error, no allocation attempted.
+    assert!(matches!(ctx.zeros(usize::MAX / 8), Err(gnnkern_gpu::GpuError::Unsupported(_))));
+    // A graph from another context is refused by the device API.
+    let g = graph_case::<i32>(GraphKind::Random, Scale::Small, 1);
+    let dg = Gpu::with_context(Arc::clone(&other)).device_graph(&g.graph).unwrap();
+    let y = ctx.zeros(g.num_edges()).unwrap();
+    assert!(matches!(ctx.edge_softmax(&dg, &y, 1, &y), Err(gnnkern_gpu::GpuError::InvalidArgument(_))));
 }

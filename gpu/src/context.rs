@@ -220,6 +220,25 @@ impl GpuContext {
         }
     }
 
+    /// Runs `f` (which only creates resources) inside out-of-memory and
+    /// validation error scopes, so a failed allocation is an error value
+    /// even on a caller's device whose uncaptured-error handler panics.
+    fn guarded<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T> {
+        self.check_lost()?;
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let e_validation = pollster::block_on(validation.pop());
+        let e_oom = pollster::block_on(oom.pop());
+        if let Some(e) = e_oom {
+            return Err(GpuError::OutOfMemory(format!("{what}: {e}")));
+        }
+        if let Some(e) = e_validation {
+            return Err(GpuError::Device(format!("{what}: {e}")));
+        }
+        Ok(out)
+    }
+
     /// Checks that a buffer of `bytes` can exist on this device.
     pub(crate) fn check_buffer_size(&self, what: &str, bytes: u64) -> Result<()> {
         if bytes > self.max_buffer {
@@ -241,23 +260,27 @@ impl GpuContext {
         } else {
             contents
         };
-        Ok(self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-        }))
+        self.guarded(label, || {
+            self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            })
+        })
     }
 
     /// A zero-filled storage buffer of `words` 4-byte words.
     pub(crate) fn storage_zeroed(&self, label: &str, words: usize) -> Result<wgpu::Buffer> {
-        let bytes = (words as u64 * 4).max(16);
+        let bytes = (words as u64).saturating_mul(4).max(16);
         self.check_buffer_size(label, bytes)?;
-        Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        }))
+        self.guarded(label, || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
     }
 
     /// Copies the first `words` words of `buffer` back to the host.
@@ -266,12 +289,14 @@ impl GpuContext {
             return Ok(Vec::new());
         }
         let bytes = words as u64 * 4;
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("gnnkern download"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let staging = self.guarded("download staging buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("gnnkern download"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
         self.scoped("download", || {
             let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             enc.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes);
