@@ -60,9 +60,9 @@ fn on_level<R>(level: IsaLevel, f: impl FnOnce() -> R) -> R {
 /// Plain, and source-blocked with tiny blocks (with and without tiles).
 fn tunings() -> [(&'static str, Tuning); 3] {
     [
-        ("plain", Tuning { blocking: Blocking::Off, tiling: Tiling::Off }),
-        ("blocked-3", Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off }),
-        ("blocked-5-tiled", Tuning { blocking: Blocking::Sources(5), tiling: Tiling::Elements(16) }),
+        ("plain", Tuning { blocking: Blocking::Off, tiling: Tiling::Off, ..Tuning::DEFAULT }),
+        ("blocked-3", Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off, prefetch_distance: 0 }),
+        ("blocked-5-tiled", Tuning { blocking: Blocking::Sources(5), tiling: Tiling::Elements(16), ..Tuning::DEFAULT }),
     ]
 }
 
@@ -311,7 +311,7 @@ fn blocked_layout_is_built_once_and_reported() {
     let lhs = Tensor::from_vec(vec![1.0; 40 * 8], vec![40, 8]).unwrap();
     assert_eq!(cache_bytes(g), 0);
     let spec = SpmmSpec::copy(Target::Src, ReduceKind::Sum);
-    let tuning = Tuning { blocking: Blocking::Sources(4), tiling: Tiling::Off };
+    let tuning = Tuning { blocking: Blocking::Sources(4), tiling: Tiling::Off, ..Tuning::DEFAULT };
     let run = || with_tuning(tuning, || run_spmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &lhs, &[40, 8]));
     let first = run();
     let bytes = cache_bytes(g);

@@ -201,14 +201,30 @@ pub enum Tiling {
 }
 
 /// Knobs of the CPU kernels; [`Tuning::default`] is what production uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
     pub blocking: Blocking,
     pub tiling: Tiling,
+    /// g-SpMM prefetches the gathered rows of the edge this many slots
+    /// ahead (0: off). Gathers are DRAM-latency bound; a row's ~30
+    /// instructions per edge leave the out-of-order window too few
+    /// independent misses, so explicit prefetch raises memory parallelism.
+    pub prefetch_distance: usize,
+}
+
+impl Tuning {
+    /// The production defaults.
+    pub const DEFAULT: Tuning = Tuning { blocking: Blocking::Auto, tiling: Tiling::Auto, prefetch_distance: 16 };
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
 }
 
 thread_local! {
-    static TUNING: Cell<Tuning> = const { Cell::new(Tuning { blocking: Blocking::Auto, tiling: Tiling::Auto }) };
+    static TUNING: Cell<Tuning> = const { Cell::new(Tuning::DEFAULT) };
 }
 
 /// The tuning kernels called from this thread use.
@@ -355,7 +371,7 @@ mod tests {
         assert!(plan_blocking(&dense, Tuning::default(), 64, L2).is_some());
         let small = SpmmShape { num_src: 25_600, num_dst: 1024, num_edges: 25_600, gathered_row_bytes: 512, ..sparse };
         assert_eq!(plan_blocking(&small, Tuning::default(), 64, L2), None, "sampled blocks take the plain path");
-        let forced = Tuning { blocking: Blocking::Sources(7), tiling: Tiling::Elements(20) };
+        let forced = Tuning { blocking: Blocking::Sources(7), tiling: Tiling::Elements(20), ..Tuning::DEFAULT };
         assert_eq!(plan_blocking(&small, forced, 64, L2), Some(BlockPlan { block_sources: 7, tile_bytes: 128 }));
     }
 }

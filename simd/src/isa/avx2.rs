@@ -138,6 +138,11 @@ impl Simd for Avx2 {
         }
     }
     #[inline(always)]
+    fn prefetch(self, ptr: *const f32) {
+        // SAFETY: `prefetcht0` is a hint: it never faults on any address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.cast()) }
+    }
+    #[inline(always)]
     fn splat_i32(self, x: i32) -> __m256i {
         // SAFETY: the token proves AVX.
         unsafe { _mm256_set1_epi32(x) }

@@ -140,6 +140,11 @@ impl Simd for Avx512 {
         }
     }
     #[inline(always)]
+    fn prefetch(self, ptr: *const f32) {
+        // SAFETY: `prefetcht0` is a hint: it never faults on any address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.cast()) }
+    }
+    #[inline(always)]
     fn splat_i32(self, x: i32) -> __m512i {
         // SAFETY: the token proves AVX-512F.
         unsafe { _mm512_set1_epi32(x) }

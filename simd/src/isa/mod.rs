@@ -97,6 +97,10 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// `2^n` for lanes holding integral values `n` in `-126..=127`.
     fn pow2i(self, n: Self::F32) -> Self::F32;
 
+    /// Hints that the cache line holding `ptr` will be read soon. Never
+    /// faults, whatever the address (a no-op on the portable level).
+    fn prefetch(self, ptr: *const f32);
+
     /// All `i32` lanes set to `x`.
     fn splat_i32(self, x: i32) -> Self::I32;
     /// Lane-wise `if m { a } else { b }` on `i32` lanes.

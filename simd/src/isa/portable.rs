@@ -92,6 +92,8 @@ impl Simd for Portable {
         n.map(|x| f32::from_bits(((x as i32 + 127) as u32) << 23))
     }
     #[inline(always)]
+    fn prefetch(self, _ptr: *const f32) {}
+    #[inline(always)]
     fn splat_i32(self, x: i32) -> [i32; L] {
         [x; L]
     }

@@ -128,6 +128,7 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
             needs_eid: (O::USE_LHS && lhs_target == Target::Edge) || (O::USE_RHS && rhs_target == Target::Edge),
             out_len: plan.out_len,
             slots: &slots,
+            prefetch: active_tuning().prefetch_distance,
         };
         let args = arg_u.is_some() || arg_e.is_some();
         match (self.blocked, O::REDUCES_LAST_DIM) {
@@ -161,6 +162,8 @@ struct Ctx<'a, I: Index> {
     needs_eid: bool,
     out_len: usize,
     slots: &'a [Slot],
+    /// Prefetch distance in CSR slots (0: off).
+    prefetch: usize,
 }
 
 fn plain_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
@@ -308,7 +311,32 @@ unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize,
 ) {
     let (indices, eids) = (ctx.csr.indices(), ctx.csr.eids());
     let zero = s.splat(0.0);
+    let gathers = |op: &Operand<'_>, used: bool| used && op.target != Target::Dst;
+    let (pf_l, pf_r) = (gathers(&ctx.lhs, O::USE_LHS), gathers(&ctx.rhs, O::USE_RHS));
     for k in edges.clone() {
+        let kp = k + ctx.prefetch;
+        if ctx.prefetch > 0 && kp < indices.len() {
+            // The rows edge `kp` will gather (possibly in the next row: the
+            // plain pass walks rows in order). SAFETY: `kp` is a slot of the
+            // CSR, so its ids index operand rows in bounds (`row` with any
+            // `v`: Dst operands are not prefetched).
+            unsafe {
+                let u = indices.get_unchecked(kp).to_usize();
+                let e = if ctx.needs_eid { eids.get_unchecked(kp).to_usize() } else { 0 };
+                if pf_l {
+                    let row = ctx.lhs.row(u, e, 0);
+                    for sl in slots {
+                        s.prefetch(row.add(sl.lhs));
+                    }
+                }
+                if pf_r {
+                    let row = ctx.rhs.row(u, e, 0);
+                    for sl in slots {
+                        s.prefetch(row.add(sl.rhs));
+                    }
+                }
+            }
+        }
         // SAFETY: `k` is inside the CSR arrays (caller); ids of a validated
         // CSR are below num_cols / num_edges, the operand row counts checked
         // by `plan_slots`, and each slot lies inside its operand row.

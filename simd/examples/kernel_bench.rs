@@ -1,0 +1,313 @@
+//! Development benchmark of the CPU kernels on generated graphs, with the
+//! ablations of `docs/PERFORMANCE.md` (ISA level, blocking/tiling, row order).
+//!
+//! ```text
+//! cargo run --release -p gnnkern-simd --example kernel_bench -- \
+//!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate]
+//! ```
+//!
+//! Prints one TSV line per case: graph, op, d, variant, median ms, GB/s
+//! against the minimum-traffic model of the case, checksum. `--dump DIR`
+//! writes the graph (`src.bin`, `dst.bin`, int32) so the DGL script
+//! (`perf-reports/ablation/dgl_side_by_side.py`) times the same edges.
+
+use gnnkern_simd::isa::{IsaLevel, with_level};
+use gnnkern_simd::kernels::{BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs, edge_softmax, sddmm, spmm};
+use gnnkern_simd::layout::{BroadcastPlan, CsrView, OperandShape};
+use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
+use gnnkern_simd::tuning::{Blocking, CacheInfo, Tiling, Tuning, with_tuning};
+use std::time::Instant;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Graph500 RMAT (a, b, c) = (0.57, 0.19, 0.19), or uniform random edges.
+fn edges(kind: &str, scale: u32, num_edges: usize, seed: u64) -> (usize, Vec<i32>, Vec<i32>) {
+    let n = 1usize << scale;
+    let mut rng = Rng(seed);
+    let (mut src, mut dst) = (Vec::with_capacity(num_edges), Vec::with_capacity(num_edges));
+    for _ in 0..num_edges {
+        let (mut u, mut v) = (0usize, 0usize);
+        if kind == "rmat" {
+            for bit in (0..scale).rev() {
+                let r = rng.unit();
+                let (du, dv) = if r < 0.57 {
+                    (0, 0)
+                } else if r < 0.76 {
+                    (0, 1)
+                } else if r < 0.95 {
+                    (1, 0)
+                } else {
+                    (1, 1)
+                };
+                u |= du << bit;
+                v |= dv << bit;
+            }
+        } else {
+            u = (rng.next() % n as u64) as usize;
+            v = (rng.next() % n as u64) as usize;
+        }
+        src.push(u as i32);
+        dst.push(v as i32);
+    }
+    (n, src, dst)
+}
+
+/// CSR with rows `rows[e]`, columns `cols[e]`, rows sorted by (column, edge id).
+fn csr(rows: &[i32], cols: &[i32], n: usize) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
+    let count = |ids: &[i32]| {
+        let mut c = vec![0usize; n + 1];
+        for &i in ids {
+            c[i as usize + 1] += 1;
+        }
+        for i in 0..n {
+            c[i + 1] += c[i];
+        }
+        c
+    };
+    let mut next = count(cols);
+    let mut by_col = vec![0i32; cols.len()];
+    for (e, &c) in cols.iter().enumerate() {
+        by_col[next[c as usize]] = e as i32;
+        next[c as usize] += 1;
+    }
+    let ptr = count(rows);
+    let mut next = ptr.clone();
+    let (mut indices, mut eids) = (vec![0i32; rows.len()], vec![0i32; rows.len()]);
+    for &e in &by_col {
+        let r = rows[e as usize] as usize;
+        indices[next[r]] = cols[e as usize];
+        eids[next[r]] = e;
+        next[r] += 1;
+    }
+    (ptr.into_iter().map(|p| p as i32).collect(), indices, eids)
+}
+
+/// CPU time of all threads of this process, in ns (`/proc/self/task/*/schedstat`).
+/// The development machine is shared and oversubscribed; CPU time is the
+/// fairer measure of work (memory stalls count, waiting for a core does not).
+fn cpu_ns() -> u64 {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+                .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Medians of (wall ms, CPU ms) over `reps` runs after one warm-up.
+fn median_ms(reps: usize, mut f: impl FnMut()) -> (f64, f64) {
+    f();
+    let (mut wall, mut cpu): (Vec<f64>, Vec<f64>) = (0..reps)
+        .map(|_| {
+            let (s, c) = (Instant::now(), cpu_ns());
+            f();
+            (s.elapsed().as_secs_f64() * 1e3, (cpu_ns() - c) as f64 / 1e6)
+        })
+        .unzip();
+    wall.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
+    (wall[wall.len() / 2], cpu[cpu.len() / 2])
+}
+
+struct Bench<'a> {
+    graph: &'a str,
+    csr: CsrView<'a, i32>,
+    out_csr: CsrView<'a, i32>,
+    reps: usize,
+}
+
+impl Bench<'_> {
+    fn report(&self, op: &str, d: usize, variant: &str, (ms, cpu): (f64, f64), bytes: f64, checksum: f64) {
+        println!(
+            "{}\t{op}\t{d}\t{variant}\t{ms:.2}\t{cpu:.2}\t{:.2}\t{checksum:.6e}",
+            self.graph,
+            bytes / ms / 1e6
+        );
+    }
+
+    /// g-SpMM `op` with lhs on sources and optional rhs on edges.
+    #[allow(clippy::too_many_arguments)]
+    fn spmm<O: BinaryOp, R: Reducer>(
+        &self,
+        name: &str,
+        variant: &str,
+        lhs_shape: &[usize],
+        rhs_shape: &[usize],
+        x: &[f32],
+        w: &[f32],
+        blocked: Option<(&BlockedCsr<i32>, usize)>,
+    ) {
+        let plan = BroadcastPlan::new(OperandShape::of::<O>(), lhs_shape, rhs_shape).unwrap();
+        let n = self.csr.num_rows();
+        let mut out = vec![0f32; n * plan.out_len];
+        let (mut au, mut ae) = (vec![0i32; out.len()], vec![0i32; out.len()]);
+        let e = self.csr.num_edges() as f64;
+        let ms = median_ms(self.reps, || {
+            let args = SpmmArgs {
+                csr: self.csr,
+                lhs_target: Target::Src,
+                rhs_target: Target::Edge,
+                plan: &plan,
+                lhs: x,
+                rhs: if O::USE_RHS { w } else { &[] },
+                out: &mut out,
+                arg_u: R::HAS_ARG.then_some(&mut au[..]),
+                arg_e: R::HAS_ARG.then_some(&mut ae[..]),
+            };
+            spmm::<O, R, i32>(args, blocked).unwrap();
+        });
+        // Minimum traffic: indices (+ eids when edge data or args are read),
+        // every source row once, edge data once, outputs (+ args) once.
+        let idx = 4.0 * (e + n as f64) + if O::USE_RHS || R::HAS_ARG { 4.0 * e } else { 0.0 };
+        let bytes = idx
+            + 4.0 * (self.csr.num_cols() * plan.lhs_len) as f64
+            + if O::USE_RHS { 4.0 * e * plan.rhs_len as f64 } else { 0.0 }
+            + 4.0 * out.len() as f64 * if R::HAS_ARG { 3.0 } else { 1.0 };
+        let sum: f64 = out.iter().map(|&v| f64::from(v)).filter(|v| v.is_finite()).sum();
+        self.report(name, lhs_shape.iter().product(), variant, ms, bytes, sum);
+    }
+
+    fn sddmm<O: BinaryOp>(&self, name: &str, shape: &[usize], x: &[f32], y: &[f32], order: SddmmOrder) {
+        let plan = BroadcastPlan::new(OperandShape::of::<O>(), shape, shape).unwrap();
+        let e = self.csr.num_edges();
+        let mut out = vec![0f32; e * plan.out_len];
+        let csr = if order == SddmmOrder::InCsr { self.csr } else { self.out_csr };
+        let ms = median_ms(self.reps, || {
+            let args = SddmmArgs {
+                csr,
+                order,
+                lhs_target: Target::Src,
+                rhs_target: Target::Dst,
+                plan: &plan,
+                lhs: x,
+                rhs: y,
+                out: &mut out,
+            };
+            sddmm::<O, i32>(args).unwrap();
+        });
+        let n = self.csr.num_rows() as f64;
+        let bytes = 8.0 * e as f64 + 2.0 * 4.0 * n * plan.lhs_len as f64 + 4.0 * out.len() as f64;
+        let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+        self.report(name, shape.iter().product(), &format!("{order:?}"), ms, bytes, sum);
+    }
+
+    fn softmax(&self, heads: usize, logits: &[f32]) {
+        let e = self.csr.num_edges();
+        let mut out = vec![0f32; e * heads];
+        let ms = median_ms(self.reps, || edge_softmax(self.csr, &logits[..e * heads], heads, &mut out).unwrap());
+        // logits read once, out written once, indices + eids.
+        let bytes = 8.0 * (e * heads) as f64 + 8.0 * e as f64;
+        let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+        self.report("edge_softmax", heads, "fused", ms, bytes, sum);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let get = |name: &str, default: &str| -> String {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.into())
+    };
+    let kind = get("--graph", "rmat");
+    let scale: u32 = get("--scale", "20").parse().unwrap();
+    let factor: usize = get("--edge-factor", "16").parse().unwrap();
+    let reps: usize = get("--reps", "7").parse().unwrap();
+    let ds: Vec<usize> = get("--d", "32,128").split(',').map(|s| s.parse().unwrap()).collect();
+    let ops = get("--ops", "spmm,sddmm,softmax");
+    let ablate = args.iter().any(|a| a == "--ablate");
+    let (n, src, dst) = edges(&kind, scale, factor << scale, 42);
+    if let Some(i) = args.iter().position(|a| a == "--dump") {
+        let dir = std::path::Path::new(&args[i + 1]);
+        std::fs::create_dir_all(dir).unwrap();
+        let bytes = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        std::fs::write(dir.join("src.bin"), bytes(&src)).unwrap();
+        std::fs::write(dir.join("dst.bin"), bytes(&dst)).unwrap();
+    }
+    let (ip, ii, ie) = csr(&dst, &src, n);
+    let (op_, oi, oe) = csr(&src, &dst, n);
+    // SAFETY: `csr` builds valid CSRs with rows sorted by (column, edge id).
+    let in_csr = unsafe { CsrView::new_unchecked(&ip, &ii, &ie, n) };
+    // SAFETY: as above.
+    let out_csr = unsafe { CsrView::new_unchecked(&op_, &oi, &oe, n) };
+    let name = format!("{kind}-2^{scale}-{}M", (factor << scale) >> 20);
+    let b = Bench { graph: &name, csr: in_csr, out_csr, reps };
+    eprintln!("cache: {:?}; threads {}", CacheInfo::get(), rayon::current_num_threads());
+    println!("graph\top\td\tvariant\twall_ms\tcpu_ms\tGB/s(wall)\tchecksum");
+    let e = src.len();
+    let mut rng = Rng(7);
+    let dmax = *ds.iter().max().unwrap();
+    let x: Vec<f32> = (0..n * dmax).map(|_| rng.unit() as f32 - 0.5).collect();
+    let w: Vec<f32> = (0..e * 4).map(|_| rng.unit() as f32).collect();
+    for &d in &ds {
+        let x = &x[..n * d];
+        if ops.contains("spmm") {
+            b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", "auto", &[d], &[], x, &w, None);
+            b.spmm::<op::CopyLhs, op::Mean>("copy_u_mean", "auto", &[d], &[], x, &w, None);
+            b.spmm::<op::CopyLhs, op::Max>("copy_u_max", "auto", &[d], &[], x, &w, None);
+            b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", "w[E,1]", &[d], &[1], x, &w[..e], None);
+            b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", "4 heads", &[4, d / 4], &[4, 1], x, &w[..4 * e], None);
+        }
+        if ops.contains("sddmm") {
+            b.sddmm::<op::Dot>("u_dot_v", &[d], x, x, SddmmOrder::InCsr);
+            b.sddmm::<op::Dot>("u_dot_v", &[d], x, x, SddmmOrder::OutCsr);
+            if d <= 32 {
+                // [E, d] output: 8 GB at d = 128 on 16M edges.
+                b.sddmm::<op::Add>("u_add_v", &[d], x, x, SddmmOrder::OutCsr);
+            }
+        }
+        if ablate {
+            for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+                with_level(level, || {
+                    b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", &format!("isa={}", level.name()), &[d], &[], x, &w, None)
+                })
+                .unwrap();
+            }
+            for pf in [0, 4, 16, 32] {
+                let t = Tuning { prefetch_distance: pf, ..Tuning::DEFAULT };
+                with_tuning(t, || {
+                    b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", &format!("prefetch={pf}"), &[d], &[], x, &w, None)
+                });
+            }
+            let per_core = CacheInfo::get().per_core_budget();
+            for (label, bs, tile) in [
+                ("blocked L2/2, no tile", per_core / 2 / (4 * d), 4 * d),
+                ("blocked L2/2, tile 64B", per_core / 2 / 64, 64),
+                ("blocked 4 blocks, no tile", n.div_ceil(4), 4 * d),
+                ("blocked 2 blocks, no tile", n.div_ceil(2), 4 * d),
+            ] {
+                let start = Instant::now();
+                let layout = BlockedCsr::build(&in_csr, bs);
+                eprintln!(
+                    "{label}: {} blocks, {} entries, {:.1} MB, built in {:.0} ms",
+                    layout.num_blocks(),
+                    layout.num_entries(),
+                    layout.bytes() as f64 / 1e6,
+                    start.elapsed().as_secs_f64() * 1e3
+                );
+                let t = Tuning { blocking: Blocking::Sources(bs), tiling: Tiling::Off, ..Tuning::DEFAULT };
+                with_tuning(t, || {
+                    b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", label, &[d], &[], x, &w, Some((&layout, tile)))
+                });
+            }
+        }
+    }
+    if ops.contains("softmax") {
+        let logits: Vec<f32> = w.iter().map(|v| v * 8.0).collect();
+        b.softmax(1, &logits);
+        b.softmax(4, &logits);
+    }
+}
