@@ -15,8 +15,10 @@
 //! truncated file names the expected and actual bytes) and every id against
 //! its bound (naming the file and entry), and decodes it once into the
 //! [`Dataset`]. Writing validates the whole dataset and the id width first,
-//! so an error leaves nothing written; files of the format that the dataset
-//! does not have are removed so the directory cannot mix two datasets.
+//! so invalid input writes nothing (only an I/O failure midway can leave a
+//! partial directory, and then its `meta.json` — removed first, written
+//! last — is absent, so the loader refuses it); files of the format that the dataset does not have are removed
+//! so the directory cannot mix two datasets.
 
 use crate::binio;
 use crate::dataset::{Dataset, Features, IndexWidth};
@@ -182,6 +184,12 @@ pub fn write_dir(ds: &Dataset, path: &Path, index: IndexWidth) -> Result<()> {
         });
     }
     std::fs::create_dir_all(path).map_err(|e| DatasetError::io(path, "create directory", e))?;
+    // A partial write must not look like a dataset: meta.json goes first
+    // and comes back last.
+    let meta_path = path.join("meta.json");
+    if meta_path.exists() {
+        std::fs::remove_file(&meta_path).map_err(|e| DatasetError::io(&meta_path, "remove", e))?;
+    }
 
     let mut written: Vec<&str> = vec!["src.bin", "dst.bin"];
     binio::write_ids(&path.join("src.bin"), &ds.src, index)?;
@@ -234,6 +242,5 @@ pub fn write_dir(ds: &Dataset, path: &Path, index: IndexWidth) -> Result<()> {
         meta.remove("num_relations");
     }
     let text = serde_json::to_string_pretty(&Value::Object(meta)).expect("a JSON map always serializes");
-    let meta_path = path.join("meta.json");
     std::fs::write(&meta_path, text + "\n").map_err(|e| DatasetError::io(&meta_path, "write", e))
 }

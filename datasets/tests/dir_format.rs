@@ -281,3 +281,17 @@ fn graph_conversion_keeps_edges() {
     assert_eq!(d, &[1, 2, 3, 4, 0, 4]);
     assert_eq!(g.in_degrees(), ds.in_degrees());
 }
+
+#[test]
+fn a_failed_rewrite_does_not_look_like_a_dataset() {
+    let tmp = written();
+    // Make writing labels.bin fail midway through the rewrite.
+    std::fs::remove_file(tmp.path().join("labels.bin")).unwrap();
+    std::fs::create_dir(tmp.path().join("labels.bin")).unwrap();
+    let err = write_dir(&sample(), tmp.path(), IndexWidth::I64).unwrap_err();
+    assert!(matches!(err, DatasetError::Io { op: "create", ref path, .. } if file_name(path) == "labels.bin"), "{err}");
+    match load_dir(tmp.path()).unwrap_err() {
+        DatasetError::MissingFile { path, .. } => assert_eq!(file_name(&path), "meta.json"),
+        e => panic!("a half-written directory loaded: {e}"),
+    }
+}
