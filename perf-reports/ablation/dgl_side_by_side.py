@@ -22,6 +22,7 @@ p.add_argument("--d", default="32,128")
 p.add_argument("--reps", type=int, default=7)
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--ops", default="spmm,sddmm,softmax")
+p.add_argument("--only", default="", help="comma list of op names to time (default: all)")
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 
@@ -37,6 +38,8 @@ e = g.num_edges()
 
 def bench(op, d, variant, f):
     """Median wall ms and process CPU ms (the machine is oversubscribed)."""
+    if a.only and op not in a.only.split(","):
+        return
     f()
     ts, cs = [], []
     for _ in range(a.reps):

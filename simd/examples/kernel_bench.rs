@@ -133,11 +133,7 @@ struct Bench<'a> {
 
 impl Bench<'_> {
     fn report(&self, op: &str, d: usize, variant: &str, (ms, cpu): (f64, f64), bytes: f64, checksum: f64) {
-        println!(
-            "{}\t{op}\t{d}\t{variant}\t{ms:.2}\t{cpu:.2}\t{:.2}\t{checksum:.6e}",
-            self.graph,
-            bytes / ms / 1e6
-        );
+        println!("{}\t{op}\t{d}\t{variant}\t{ms:.2}\t{cpu:.2}\t{:.2}\t{checksum:.6e}", self.graph, bytes / ms / 1e6);
     }
 
     /// g-SpMM `op` with lhs on sources and optional rhs on edges.
@@ -272,7 +268,15 @@ fn main() {
         if ablate {
             for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
                 with_level(level, || {
-                    b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", &format!("isa={}", level.name()), &[d], &[], x, &w, None)
+                    b.spmm::<op::CopyLhs, op::Sum>(
+                        "copy_u_sum",
+                        &format!("isa={}", level.name()),
+                        &[d],
+                        &[],
+                        x,
+                        &w,
+                        None,
+                    )
                 })
                 .unwrap();
             }
