@@ -239,8 +239,11 @@ fn check_spmm<I: Index>(name: &str, g: &Graph<I>, spec: SpmmSpec, shapes: (&[usi
     }
 }
 
-/// (op, lhs target, rhs target, lhs shape, rhs shape) cases at feature size `d`.
-fn message_cases(d: usize) -> Vec<(K, Target, Target, Vec<usize>, Vec<usize>)> {
+/// One message: (op, lhs target, rhs target, lhs shape, rhs shape).
+type MessageCase = (K, Target, Target, Vec<usize>, Vec<usize>);
+
+/// The message cases at feature size `d`.
+fn message_cases(d: usize) -> Vec<MessageCase> {
     use Target::{Dst as V, Edge as E, Src as U};
     vec![
         (K::CopyLhs, U, E, vec![d], vec![]),
