@@ -204,3 +204,90 @@ fn generated_task_has_everything() {
     assert!(!t.real_labels);
     assert_eq!(t.train.len() + t.val.len() + t.test.len(), 60);
 }
+
+/// The LGNN layer (both sides, powers of the adjacency, incidence fusion,
+/// half-ReLU, batch norm) and the permutation-invariant loss of the whole
+/// model, against finite differences on a tiny symmetric graph.
+#[test]
+fn lgnn_gradients() {
+    use gnnkern_bench::models::conv::{LgnnGraphs, LgnnLayer};
+    use gnnkern_bench::models::lgnn::{Lgnn, LgnnConfig, permutation_loss};
+    // An undirected 6-cycle with a chord, both directions stored.
+    let und = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 0), (0, 3)];
+    let (src, dst): (Vec<i32>, Vec<i32>) = und.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).unzip();
+    let gs = LgnnGraphs::new(G::from_coo(6, 6, src, dst).unwrap()).unwrap();
+    // Non-backtracking: edge (0→1) continues to (1→2) only.
+    assert_eq!(gs.lg.num_src(), 14);
+    assert_eq!(gs.deg_lg.data.iter().sum::<f32>() as usize, gs.lg.num_edges());
+    let mut rng = Rng::new(41);
+    let mut layer = LgnnLayer::new(3, 4, 3, &mut rng);
+    let x = random_mat(6, 3, &mut rng);
+    let y = random_mat(14, 3, &mut rng);
+    let (rx, ry) = (random_mat(6, 4, &mut rng), random_mat(14, 4, &mut rng));
+    let loss = |layer: &mut LgnnLayer, x: &Mat, y: &Mat| -> f64 {
+        let mut ctx = Ctx::new(Exec::default(), 1);
+        let (ox, oy) = layer.forward(&mut ctx, &gs, x, y).unwrap();
+        let dot =
+            |a: &Mat, b: &Mat| a.data.iter().zip(&b.data).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum::<f64>();
+        dot(&ox, &rx) + dot(&oy, &ry)
+    };
+    let mut ctx = Ctx::new(Exec::default(), 1);
+    layer.forward(&mut ctx, &gs, &x, &y).unwrap();
+    layer.params().into_iter().for_each(|p| p.zero_grad());
+    let (dx, dy) = layer.backward(&mut ctx, &gs, &x, &y, &rx, &ry).unwrap();
+    let eps = 1e-3f32;
+    for (which, grad) in [(0, &dx), (1, &dy)] {
+        for i in 0..grad.data.len() {
+            let (mut xp, mut yp) = (x.clone(), y.clone());
+            let t = if which == 0 { &mut xp } else { &mut yp };
+            t.data[i] += eps;
+            let lp = loss(&mut layer, &xp, &yp);
+            let t = if which == 0 { &mut xp } else { &mut yp };
+            t.data[i] -= 2.0 * eps;
+            let lm = loss(&mut layer, &xp, &yp);
+            close(grad.data[i], (lp - lm) / (2.0 * f64::from(eps)), &format!("lgnn d{}[{i}]", ["x", "y"][which]));
+        }
+    }
+    let grads: Vec<Vec<f32>> = layer.params().iter().map(|p| p.grad.data.clone()).collect();
+    for (pi, grad) in grads.iter().enumerate() {
+        for (i, &gv) in grad.iter().enumerate() {
+            let orig = layer.params()[pi].value.data[i];
+            layer.params()[pi].value.data[i] = orig + eps;
+            let lp = loss(&mut layer, &x, &y);
+            layer.params()[pi].value.data[i] = orig - eps;
+            let lm = loss(&mut layer, &x, &y);
+            layer.params()[pi].value.data[i] = orig;
+            close(gv, (lp - lm) / (2.0 * f64::from(eps)), &format!("lgnn param {pi}[{i}]"));
+        }
+    }
+    // The whole model with the permutation-invariant loss.
+    let cfg = LgnnConfig { layers: 2, feats: 4, radius: 2, ..LgnnConfig::default() };
+    let mut model = Lgnn::new(&cfg);
+    let labels = vec![0, 0, 0, 1, 1, 1];
+    let model_loss = |m: &mut Lgnn| {
+        let mut ctx = Ctx::new(Exec::default(), 1);
+        let logits = m.forward(&mut ctx, &gs).unwrap();
+        f64::from(permutation_loss(&logits, &labels, 2).0)
+    };
+    let mut ctx = Ctx::new(Exec::default(), 1);
+    let logits = model.forward(&mut ctx, &gs).unwrap();
+    let (_, grad) = permutation_loss(&logits, &labels, 2);
+    model.params().into_iter().for_each(|p| p.zero_grad());
+    model.backward(&mut ctx, &gs, &grad).unwrap();
+    let grads: Vec<Vec<f32>> = model.params().iter().map(|p| p.grad.data.clone()).collect();
+    for (pi, grad) in grads.iter().enumerate().step_by(3) {
+        for (i, &gv) in grad.iter().enumerate().take(4) {
+            let orig = model.params()[pi].value.data[i];
+            model.params()[pi].value.data[i] = orig + eps;
+            let lp = model_loss(&mut model);
+            model.params()[pi].value.data[i] = orig - eps;
+            let lm = model_loss(&mut model);
+            model.params()[pi].value.data[i] = orig;
+            let fd = (lp - lm) / (2.0 * f64::from(eps));
+            assert!(
+                (f64::from(gv) - fd).abs() <= 2e-2 * fd.abs().max(0.05),
+                "lgnn model param {pi}[{i}]: {gv} vs {fd}"
+            );
+        }
+    }
+}

@@ -248,3 +248,49 @@ impl Param {
         self.grad.data.fill(0.0);
     }
 }
+
+/// A fully connected layer `y = x W + b` (torch `nn.Linear`, weight stored
+/// `[in, out]`).
+#[derive(Clone, Debug)]
+pub struct Linear {
+    pub weight: Param,
+    pub bias: Param,
+}
+
+impl Linear {
+    /// torch's default init: weight and bias `U(-1/√in, 1/√in)`.
+    pub fn new(input: usize, output: usize, rng: &mut crate::models::rng::Rng) -> Self {
+        let bound = 1.0 / (input.max(1) as f32).sqrt();
+        let mut draw = |n: usize| (0..n).map(|_| (2.0 * rng.uniform() - 1.0) * bound).collect::<Vec<f32>>();
+        let weight = Param::new(Mat::from_vec(input, output, draw(input * output)));
+        let bias = Param::new(Mat::from_vec(1, output, draw(output)));
+        Self { weight, bias }
+    }
+
+    /// `x W + b`, or `out += x W + b` with `accumulate`.
+    pub fn forward_into(&self, x: &Mat, out: &mut Mat, accumulate: bool) {
+        matmul_into(x, false, &self.weight.value, false, out, accumulate);
+        out.add_row(&self.bias.value.data);
+    }
+
+    /// `x W + b`.
+    pub fn forward(&self, x: &Mat) -> Mat {
+        let mut out = Mat::zeros(x.rows, self.weight.value.cols);
+        self.forward_into(x, &mut out, false);
+        out
+    }
+
+    /// Accumulates `dW += xᵀ g`, `db += Σ g`; adds `g Wᵀ` into `dx` when given.
+    pub fn backward(&mut self, x: &Mat, g: &Mat, dx: Option<&mut Mat>) {
+        matmul_into(x, true, g, false, &mut self.weight.grad, true);
+        g.col_sums_into(&mut self.bias.grad.data);
+        if let Some(dx) = dx {
+            matmul_into(g, false, &self.weight.value, true, dx, true);
+        }
+    }
+
+    /// Weight and bias.
+    pub fn params(&mut self) -> Vec<&mut Param> {
+        vec![&mut self.weight, &mut self.bias]
+    }
+}

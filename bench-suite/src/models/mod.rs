@@ -9,7 +9,8 @@
 //! - [`conv`]: one type per graph convolution (`GraphConv`, `SageConv`,
 //!   `GatConv`, `LgnnLayer`), each with an explicit `forward` that caches
 //!   what its `backward` needs — no autograd tape;
-//! - [`nets`]: two-layer models composed from the convolutions;
+//! - [`nets`]: two-layer models composed from the convolutions; [`lgnn`]:
+//!   the LGNN community-detection model, loss and SBM mixture;
 //! - [`optim`]: Adam; [`train`]: the training loop, timing and the JSON
 //!   report the `train` CLI prints; [`data`]: datasets and generated graphs;
 //!   mini-batch training samples blocks with `gnnkern_datasets::sample_block`.
@@ -20,6 +21,7 @@
 pub mod conv;
 pub mod data;
 pub mod dense;
+pub mod lgnn;
 pub mod nets;
 pub mod nn;
 pub mod optim;

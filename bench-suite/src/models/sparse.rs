@@ -38,7 +38,7 @@ fn sddmm(
     g: &G,
     name: &str,
     lhs: (&[f32], &[usize]),
-    rhs: (&[f32], &[usize]),
+    rhs: Option<(&[f32], &[usize])>,
     out_feat: &[usize],
 ) -> Result<Vec<f32>> {
     let spec = SddmmSpec::from_name(name)?;
@@ -46,10 +46,18 @@ fn sddmm(
     out_shape.extend_from_slice(out_feat);
     let mut out = vec![0f32; out_shape.iter().product()];
     let lhs = TensorRef::new(lhs.0, lhs.1)?;
-    let rhs = TensorRef::new(rhs.0, rhs.1)?;
+    let rhs = rhs.map(|(d, s)| TensorRef::new(d, s)).transpose()?;
     let view = TensorMut::new(&mut out, &out_shape)?;
-    ctx.sparse(|exec| exec.gsddmm(g, spec, SddmmIo { lhs: Some(lhs), rhs: Some(rhs), out: view }))?;
+    ctx.sparse(|exec| exec.gsddmm(g, spec, SddmmIo { lhs: Some(lhs), rhs, out: view }))?;
     Ok(out)
+}
+
+/// `out[e] = x[u]` (`end = 'u'`) or `x[v]` (`end = 'v'`) for `e = (u, v)`:
+/// node rows copied onto edges (an incidence-matrix product).
+pub fn copy_to_edges(ctx: &mut Ctx, g: &G, x: &Mat, end: char) -> Result<Mat> {
+    let shape = [x.rows, x.cols];
+    let out = sddmm(ctx, g, &format!("copy_{end}"), (&x.data, &shape), None, &[x.cols])?;
+    Ok(Mat::from_vec(g.num_edges(), x.cols, out))
 }
 
 /// `out[v] = reduce_{u→v} x[u]` for `reduce` in `sum`, `mean`.
@@ -87,7 +95,7 @@ pub fn u_mul_e_sum(ctx: &mut Ctx, g: &G, x: &Mat, heads: usize, a: &[f32]) -> Re
 pub fn u_add_v(ctx: &mut Ctx, g: &G, l: &Mat, r: &Mat) -> Result<Vec<f32>> {
     let ls = [l.rows, l.cols];
     let rs = [r.rows, r.cols];
-    sddmm(ctx, g, "u_add_v", (&l.data, &ls), (&r.data, &rs), &[l.cols])
+    sddmm(ctx, g, "u_add_v", (&l.data, &ls), Some((&r.data, &rs)), &[l.cols])
 }
 
 /// `out[e, h] = ⟨x[u, h, :], y[v, h, :]⟩` with `x`, `y` `[N, H, D]`.
@@ -95,7 +103,7 @@ pub fn u_dot_v(ctx: &mut Ctx, g: &G, x: &Mat, y: &Mat, heads: usize) -> Result<V
     let d = x.cols / heads;
     let xs = [x.rows, heads, d];
     let ys = [y.rows, heads, d];
-    sddmm(ctx, g, "u_dot_v", (&x.data, &xs), (&y.data, &ys), &[heads, 1])
+    sddmm(ctx, g, "u_dot_v", (&x.data, &xs), Some((&y.data, &ys)), &[heads, 1])
 }
 
 /// `out[v, h] = Σ_{e into v} w[e, h]`.

@@ -14,10 +14,12 @@
 
 mod gat_conv;
 mod graph_conv;
+mod lgnn;
 mod sage_conv;
 
 pub use gat_conv::GatConv;
 pub use graph_conv::GraphConv;
+pub use lgnn::{LgnnGraphs, LgnnLayer};
 pub use sage_conv::{SageAggregator, SageConv};
 
 use super::sparse::G;
