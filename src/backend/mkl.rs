@@ -26,10 +26,11 @@
 //! edge weight, sizes beyond MKL's 32-bit `MKL_INT`) is
 //! [`Error::Unsupported`], returned before anything is written.
 //!
-//! Under `auto` the backend takes only the calls where the measurements in
-//! `perf-reports/mkl/` show it faster than the SIMD kernels on this machine
-//! (see [`AUTO_MIN_FEATURES`]); forced (`GNNKERN_BACKEND=mkl`,
-//! `Exec::forced`) it runs every call it supports.
+//! The backend is not in `backend::AUTO_ORDER`: `auto` never picks it
+//! until a crossover measurement (`examples/mkl_crossover.rs`, results in
+//! `perf-reports/mkl/`) shows it faster than the SIMD kernels on the machine
+//! at hand. Forced (`GNNKERN_BACKEND=mkl`, `Exec::forced`) it runs every call
+//! it supports, for comparisons.
 
 use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, SddmmCall, SpmmCall};
 use crate::graph::{Csr, Graph};
@@ -104,39 +105,19 @@ mod sys {
     }
 }
 
-/// Under `auto`, the smallest feature width (elements per output row) at
-/// which MKL is chosen. Measured on the development machine (GenuineIntel
-/// Xeon, AVX-512, 2 cores), `perf-reports/mkl/`: see [`prefers_mkl`].
-pub const AUTO_MIN_FEATURES: usize = usize::MAX;
-
-/// Whether `auto` should run a supported call on MKL rather than the SIMD
-/// kernels. The rule and its numbers come from `perf-reports/mkl/`.
-fn prefers_mkl(out_len: usize, _num_edges: usize) -> bool {
-    out_len >= AUTO_MIN_FEATURES
-}
-
 /// `Ok`: MKL is linked statically whenever the `mkl` feature is on.
 pub fn availability() -> Result<()> {
     Ok(())
 }
 
-/// The MKL backend. [`Mkl::get`] runs every supported call (forced use);
-/// [`Mkl::auto`] only those in the measured winning region.
+/// The MKL backend.
 #[derive(Clone, Copy, Debug)]
-pub struct Mkl {
-    only_where_faster: bool,
-}
+pub struct Mkl;
 
 impl Mkl {
-    /// The backend, running every call it supports.
+    /// The backend (available whenever the `mkl` feature is built).
     pub fn get() -> Result<Mkl> {
-        availability().map(|()| Mkl { only_where_faster: false })
-    }
-
-    /// The backend as `auto` uses it: calls outside the measured region
-    /// where MKL beats the SIMD kernels are `Unsupported`.
-    pub fn auto() -> Result<Mkl> {
-        availability().map(|()| Mkl { only_where_faster: true })
+        availability().map(|()| Mkl)
     }
 }
 
@@ -492,13 +473,6 @@ impl Backend for Mkl {
 
     fn gspmm<O: BinaryOp, R: Reducer, I: Index>(&self, call: SpmmCall<'_, I>) -> Result<()> {
         let plan = plan::<O, R, I>(&call)?;
-        if self.only_where_faster && !prefers_mkl(plan.d, call.graph.num_edges()) {
-            return Err(unsupported(format!(
-                "g-SpMM {} with {} features under auto (slower than the SIMD kernels here; see perf-reports/mkl/)",
-                O::NAME,
-                plan.d
-            )));
-        }
         self.spmm(call, plan)
     }
 

@@ -15,6 +15,7 @@ use crate::graph::Graph;
 use crate::tensor::{TensorMut, TensorRef};
 use crate::{Index, SddmmBackwardIo, SddmmIo, SddmmSpec, SpmmBackwardIo, SpmmIo, SpmmSpec};
 use dlpark::ffi::DLTensor;
+use gnnkern_simd::op::BinaryOpKind;
 
 /// A checked tensor that must be present.
 ///
@@ -49,6 +50,23 @@ fn ranges<'c, T>(tensors: &[&'c Option<Checked>]) -> Vec<(&'c Checked, std::ops:
     tensors.iter().filter_map(|t| t.as_ref()).map(|c| (c, c.bytes::<T>())).collect()
 }
 
+/// An operand the operator ignores must be NULL (a non-NULL one is almost
+/// certainly a caller mix-up, e.g. a copy with the operands swapped).
+fn check_ignored(op: BinaryOpKind, lhs: &Option<Checked>, rhs: &Option<Checked>) -> CResult {
+    for (name, used, given) in [("lhs", op.uses_lhs(), lhs.is_some()), ("rhs", op.uses_rhs(), rhs.is_some())] {
+        if given && !used {
+            return Err(Failure::new(
+                gk_status::GK_ERROR_OPERAND,
+                format!("{name} was given but operator {} ignores it; pass NULL", op.name()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `arg_u` / `arg_e` output slices of a max/min g-SpMM.
+type ArgSlices<'a, I> = (Option<&'a mut [I]>, Option<&'a mut [I]>);
+
 /// Arg outputs of a g-SpMM (max/min), in the graph's index type.
 ///
 /// # Safety
@@ -59,7 +77,7 @@ unsafe fn arg_slices<'a, I: Index + DlElement>(
     out_shape: &[usize],
     inputs: &[(&Checked, std::ops::Range<usize>)],
     outputs: &[(&Checked, std::ops::Range<usize>)],
-) -> CResult<(Option<&'a mut [I]>, Option<&'a mut [I]>)> {
+) -> CResult<ArgSlices<'a, I>> {
     // SAFETY: forwarded caller contract.
     let (u, e) = unsafe { (check::<I>("arg_u", arg_u)?, check::<I>("arg_e", arg_e)?) };
     for c in [&u, &e].into_iter().flatten() {
@@ -155,6 +173,7 @@ pub unsafe extern "C" fn gk_gspmm(
         // SAFETY: the caller's contract on every tensor pointer.
         unsafe {
             let (l, r) = (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?);
+            check_ignored(spec.op, &l, &r)?;
             let o = Some(required::<f32>("out", out)?);
             with_graph!(&g, g => gspmm_typed(g, spec, &l, &r, &o, arg_u, arg_e))
         }
@@ -183,6 +202,7 @@ pub unsafe extern "C" fn gk_gsddmm(
         // SAFETY: the caller's contract on every tensor pointer.
         let (l, r, o) =
             unsafe { (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?, Some(required::<f32>("out", out)?)) };
+        check_ignored(spec.op, &l, &r)?;
         check_disjoint(&ranges::<f32>(&[&o]), &ranges::<f32>(&[&l, &r]))?;
         // SAFETY: inputs are only read; the output is disjoint from them.
         let (lv, rv, ov) = unsafe {
@@ -332,9 +352,16 @@ pub unsafe extern "C" fn gk_gspmm_backward(
         // SAFETY: the caller's contract on every tensor pointer.
         unsafe {
             let (l, r) = (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?);
+            check_ignored(spec.op, &l, &r)?;
             let go = Some(required::<f32>("grad_out", grad_out)?);
             with_graph!(&g, g => {
                 let arg = check_arg_input(g, arg_e)?;
+                if arg.is_some() != spec.reduce.has_arg() {
+                    return Err(Failure::new(
+                        gk_status::GK_ERROR_OPERAND,
+                        format!("arg_e is required for max/min and must be NULL for {}", spec.reduce.name()),
+                    ));
+                }
                 let grads = grads(grad_lhs, grad_rhs, &[&l, &r, &go])?;
                 check_disjoint(&ranges::<f32>(&[&grads.lhs, &grads.rhs]), &arg_range(g, &arg))?;
                 gspmm_backward_typed(g, spec, &l, &r, go.as_ref().expect("required"), &arg, &grads)
@@ -381,6 +408,7 @@ pub unsafe extern "C" fn gk_gsddmm_backward(
         let (l, r, go) = unsafe {
             (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?, Some(required::<f32>("grad_out", grad_out)?))
         };
+        check_ignored(spec.op, &l, &r)?;
         // SAFETY: as above.
         let gr = unsafe { grads(grad_lhs, grad_rhs, &[&l, &r, &go])? };
         // SAFETY: inputs only read; gradients disjoint from them and each other.

@@ -161,6 +161,10 @@ int main(void) {
   for (int i = 0; i < N * D; ++i) out[i] = -7.0f;
   EXPECT_ERROR(gk_gspmm(g, GK_OP_COPY_LHS, GK_TARGET_SRC, GK_TARGET_EDGE, GK_REDUCE_SUM, NULL, NULL, &tout, NULL, NULL),
                GK_ERROR_OPERAND, "none was given");
+  EXPECT_ERROR(gk_gspmm(g, GK_OP_COPY_LHS, GK_TARGET_SRC, GK_TARGET_EDGE, GK_REDUCE_SUM, &tx, &tw, &tout, NULL, NULL),
+               GK_ERROR_OPERAND, "rhs was given but operator copy_lhs ignores it");
+  EXPECT_ERROR(gk_gspmm(g, GK_OP_COPY_LHS, GK_TARGET_SRC, GK_TARGET_EDGE, GK_REDUCE_SUM, &tx, NULL, &tout, &tau, NULL),
+               GK_ERROR_OPERAND, "only by max/min");
   EXPECT_ERROR(gk_gspmm(g, GK_OP_COPY_LHS, GK_TARGET_SRC, GK_TARGET_EDGE, GK_REDUCE_SUM, &tx, NULL, NULL, NULL, NULL),
                GK_ERROR_NULL_POINTER, "out");
   EXPECT_ERROR(gk_gspmm(g, (gk_op)42, GK_TARGET_SRC, GK_TARGET_EDGE, GK_REDUCE_SUM, &tx, NULL, &tout, NULL, NULL),
