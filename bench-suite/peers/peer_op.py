@@ -72,6 +72,10 @@ def parse_op(name):
     """-> (family, op, lhs, rhs, reduce); family in spmm, sddmm, edge_softmax, edge_softmax_backward."""
     if name in ("edge_softmax", "edge_softmax_backward"):
         return name, None, None, None, None
+    if name.endswith("_backward"):
+        family = parse_op(name[: -len("_backward")])[0]
+        if family in ("spmm", "sddmm"):
+            return family + "_backward", None, None, None, None
     parts = name.split("_")
 
     def message(p):
@@ -396,6 +400,8 @@ def run_case(torch, peer, ctx, case, m):
     name, dim, heads, threads = case["op"], case["dim"], case.get("heads"), case["threads"]
     reps, warmup = case.get("reps", 10), case.get("warmup", 1)
     torch.set_num_threads(threads)
+    if parse_op(name)[0] in ("spmm_backward", "sddmm_backward"):
+        raise Unsupported("g-SpMM/g-SDDMM gradient ops are benchmarked for gnnkern only")
     s = shapes(name, ctx.n_src, ctx.n_dst, ctx.n_e, dim, heads)
     # Peers materialise E x d messages (pyg) and temporaries: budget three edge-sized tensors.
     planned = 4 * (sum(int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x) + 3 * int(np.prod(s["out"])))

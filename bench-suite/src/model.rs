@@ -11,7 +11,9 @@
 //!   `N_d·O` divisions for `mean`. So `copy_u_sum` = `E·d`, `u_mul_e_sum` = `2·E·d`;
 //! - g-SDDMM: `E·φ` (`copy_*` is pure data movement: 0 FLOPs, gflops 0);
 //! - edge_softmax: `5·E·O` (max, subtract, exp, sum, divide per element);
-//! - edge_softmax_backward: `4·E·O` (product, row sum, subtract, product).
+//! - edge_softmax_backward: `4·E·O` (product, row sum, subtract, product);
+//! - g-SpMM / g-SDDMM gradient ops: `G·E·(φ + O)` for `G` operand gradients
+//!   (`O`, `φ` of the forward; each gradient element is at least accumulated).
 //!
 //! **Minimum traffic** (bytes that must cross the memory interface at least
 //! once; assumes every operand row is fetched once however often it is
@@ -26,7 +28,10 @@
 //!   ids and/or destination ids), operands read once, output `E·O·4`;
 //! - edge_softmax: `(N_d+1)·b + E·b` (indptr + edge ids), logits read once
 //!   and output written once (`2·E·O·4`); real kernels make 2–3 passes;
-//! - edge_softmax_backward: the same structure, three `E·O·4` tensors.
+//! - edge_softmax_backward: the same structure, three `E·O·4` tensors;
+//! - gradient ops: per operand gradient one traversal's structure
+//!   (`(max(N_s, N_d)+1)·b` indptr, `E·b` indices, `E·b` edge ids), plus every
+//!   operand and the output gradient read once and every gradient written once.
 //!
 //! These are lower bounds: a kernel at 100% of the model's bandwidth moves
 //! no more than the unavoidable bytes, so `pct_of_triad` reads as "how close
@@ -34,6 +39,7 @@
 
 use crate::opspec::{BenchOp, GraphDims, OpFamily, OpShapes};
 use gnnkern::op::{BinaryOpKind, ReduceKind, Target};
+use gnnkern::{SddmmSpec, SpmmSpec};
 
 /// FLOPs and minimum bytes of one op execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +84,21 @@ pub fn cost(op: &BenchOp, g: GraphDims, shapes: &OpShapes, idx_bytes: u64) -> Co
         OpFamily::EdgeSoftmaxBackward => {
             Cost { flops: 4 * e * o, bytes: (n_d + 1 + e) * idx_bytes + operands + out_bytes }
         }
+        OpFamily::SpmmBackward(SpmmSpec { op: kind, .. }) | OpFamily::SddmmBackward(SddmmSpec { op: kind, .. }) => {
+            let grads = targets().count() as u64;
+            let o_fwd = shapes.grad_out.as_ref().map_or(0, |g| g.row_len() as u64);
+            let phi = match kind {
+                BinaryOpKind::CopyLhs | BinaryOpKind::CopyRhs => 0,
+                BinaryOpKind::Dot => 2 * k * o_fwd,
+                _ => o_fwd,
+            };
+            let n = g.num_src.max(g.num_dst) as u64;
+            let grad_out = shapes.grad_out.as_ref().map_or(0, |g| g.len() as u64 * 4);
+            Cost {
+                flops: grads * e * (phi + o_fwd),
+                bytes: grads * (n + 1 + 2 * e) * idx_bytes + operands + grad_out + out_bytes,
+            }
+        }
     }
 }
 
@@ -111,6 +132,14 @@ mod tests {
         );
         assert_eq!(c("copy_u", 8, None).flops, 0);
         assert_eq!(c("edge_softmax", 8, None).flops, 5 * 1000 * 8);
+        // u_mul_e_sum_backward: 2 gradients × E·(d + d); structure twice; x, w, grad_out read; grads written.
+        assert_eq!(
+            c("u_mul_e_sum_backward", 8, None),
+            Cost {
+                flops: 2 * 1000 * 16,
+                bytes: 2 * 2101 * 4 + (100 * 8 + 1000) * 4 + 100 * 8 * 4 + (100 * 8 + 1000) * 4
+            }
+        );
     }
 
     fn c2(name: &str, dim: usize) -> Cost {

@@ -10,9 +10,16 @@
 //! - `edge_softmax` logits are `[E, H, 1]` with heads, else `[E, D]`;
 //!   `edge_softmax_backward` takes the softmax output and the output gradient,
 //!   both of that shape.
+//! - Gradient ops are named `<forward name>_backward` (`u_mul_e_sum_backward`,
+//!   `u_dot_v_backward`): the forward operands plus the output gradient (the
+//!   forward output's shape); they write the gradient of every operand the
+//!   operator reads, concatenated (lhs first) into one flat output. Max/min
+//!   gradients route through the forward's arg outputs, computed once before
+//!   timing.
 //!
 //! Inputs are seeded ([`crate::rng`]): lhs stream seed 1, rhs stream seed 2,
-//! values in `[-1, 1)`, except a `div` denominator, which is in `[0.5, 1.5)`.
+//! output gradient seed 3, values in `[-1, 1)`, except a `div` denominator,
+//! which is in `[0.5, 1.5)`.
 
 use crate::error::{BenchError, Result};
 use gnnkern::op::{BinaryOpKind, Target};
@@ -23,6 +30,8 @@ use gnnkern_simd::layout::{BroadcastPlan, OperandShape};
 pub const LHS_SEED: u64 = 1;
 /// Seed of the rhs input stream.
 pub const RHS_SEED: u64 = 2;
+/// Seed of the output-gradient stream of gradient ops.
+pub const GRAD_SEED: u64 = 3;
 
 /// The op families the bench runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +44,10 @@ pub enum OpFamily {
     EdgeSoftmax,
     /// The gradient of `edge_softmax` w.r.t. its logits.
     EdgeSoftmaxBackward,
+    /// The gradients of a g-SpMM w.r.t. the operands it reads.
+    SpmmBackward(SpmmSpec),
+    /// The gradients of a g-SDDMM w.r.t. the operands it reads.
+    SddmmBackward(SddmmSpec),
 }
 
 /// A parsed op name.
@@ -45,8 +58,16 @@ pub struct BenchOp {
 }
 
 impl BenchOp {
-    /// Parses a DGL op name, `edge_softmax` or `edge_softmax_backward`.
+    /// Parses a DGL op name, `edge_softmax`, or a gradient op `<name>_backward`.
     pub fn parse(name: &str) -> Result<Self> {
+        if let Some(forward) = name.strip_suffix("_backward").filter(|f| *f != "edge_softmax") {
+            let family = match Self::parse(forward)?.family {
+                OpFamily::Spmm(s) => OpFamily::SpmmBackward(s),
+                OpFamily::Sddmm(s) => OpFamily::SddmmBackward(s),
+                _ => return Err(BenchError::input("--op", format!("`{name}` has no gradient op"))),
+            };
+            return Ok(Self { name: name.to_string(), family });
+        }
         let family = match name {
             "edge_softmax" => OpFamily::EdgeSoftmax,
             "edge_softmax_backward" => OpFamily::EdgeSoftmaxBackward,
@@ -59,7 +80,8 @@ impl BenchOp {
                             "--op",
                             format!(
                                 "unknown op `{name}` (expected a g-SpMM name such as copy_u_sum or u_mul_e_max, \
-                                 a g-SDDMM name such as u_dot_v or copy_u, edge_softmax or edge_softmax_backward)"
+                                 a g-SDDMM name such as u_dot_v or copy_u, edge_softmax, or one of these \
+                                 followed by _backward)"
                             ),
                         ));
                     }
@@ -72,10 +94,15 @@ impl BenchOp {
     /// The message operator and its operand targets (g-SpMM / g-SDDMM only).
     pub fn message(&self) -> Option<(BinaryOpKind, Target, Target)> {
         match self.family {
-            OpFamily::Spmm(s) => Some((s.op, s.lhs, s.rhs)),
-            OpFamily::Sddmm(s) => Some((s.op, s.lhs, s.rhs)),
+            OpFamily::Spmm(s) | OpFamily::SpmmBackward(s) => Some((s.op, s.lhs, s.rhs)),
+            OpFamily::Sddmm(s) | OpFamily::SddmmBackward(s) => Some((s.op, s.lhs, s.rhs)),
             OpFamily::EdgeSoftmax | OpFamily::EdgeSoftmaxBackward => None,
         }
+    }
+
+    /// Whether this is a g-SpMM or g-SDDMM gradient op.
+    pub fn is_gradient(&self) -> bool {
+        matches!(self.family, OpFamily::SpmmBackward(_) | OpFamily::SddmmBackward(_))
     }
 }
 
@@ -129,7 +156,9 @@ impl Operand {
 pub struct OpShapes {
     pub lhs: Option<Operand>,
     pub rhs: Option<Operand>,
-    /// Output shape (rows first).
+    /// The output gradient a gradient op reads (the forward output's shape).
+    pub grad_out: Option<Operand>,
+    /// Output shape (rows first); for gradient ops `[len(grad lhs) + len(grad rhs)]`.
     pub out: Vec<usize>,
     /// Length of the last dimension a `dot` reduces (1 otherwise).
     pub reduce_len: usize,
@@ -163,7 +192,13 @@ pub fn shapes(op: &BenchOp, g: GraphDims, dim: usize, heads: Option<usize>) -> R
             OpFamily::EdgeSoftmaxBackward => Some(operand(())),
             _ => None,
         };
-        return Ok(OpShapes { lhs: Some(operand(())), rhs, out: with_rows(g.num_edges, &feat), reduce_len: 1 });
+        return Ok(OpShapes {
+            lhs: Some(operand(())),
+            rhs,
+            grad_out: None,
+            out: with_rows(g.num_edges, &feat),
+            reduce_len: 1,
+        });
     };
     let is_dot = kind == BinaryOpKind::Dot;
     let feat_of = |target: Target, other: Option<Target>| -> Vec<usize> {
@@ -193,15 +228,24 @@ pub fn shapes(op: &BenchOp, g: GraphDims, dim: usize, heads: Option<usize>) -> R
     };
     let is_div = kind == BinaryOpKind::Div;
     let out_rows = match op.family {
-        OpFamily::Spmm(_) => g.num_dst,
+        OpFamily::Spmm(_) | OpFamily::SpmmBackward(_) => g.num_dst,
         _ => g.num_edges,
     };
-    Ok(OpShapes {
-        lhs: lhs_feat.map(|f| operand(lhs_t, f, false)),
-        rhs: rhs_feat.map(|f| operand(rhs_t, f, is_div)),
-        out: with_rows(out_rows, &plan.out_shape),
-        reduce_len: plan.reduce_len,
-    })
+    let lhs = lhs_feat.map(|f| operand(lhs_t, f, false));
+    let rhs = rhs_feat.map(|f| operand(rhs_t, f, is_div));
+    let forward_out = with_rows(out_rows, &plan.out_shape);
+    if op.is_gradient() {
+        let grads = lhs.as_ref().map_or(0, Operand::len) + rhs.as_ref().map_or(0, Operand::len);
+        let grad_target = if out_rows == g.num_dst { Target::Dst } else { Target::Edge };
+        return Ok(OpShapes {
+            lhs,
+            rhs,
+            grad_out: Some(Operand { target: grad_target, shape: forward_out, range: DEFAULT_RANGE }),
+            out: vec![grads],
+            reduce_len: plan.reduce_len,
+        });
+    }
+    Ok(OpShapes { lhs, rhs, grad_out: None, out: forward_out, reduce_len: plan.reduce_len })
 }
 
 fn with_rows(rows: usize, feat: &[usize]) -> Vec<usize> {
@@ -251,11 +295,21 @@ mod tests {
         assert_eq!(s.out, vec![30, 2, 1]);
         let s = sh("edge_softmax_backward", 16, None);
         assert_eq!(s.rhs.unwrap().shape, vec![30, 16]);
+
+        let s = sh("u_mul_e_sum_backward", 16, None);
+        assert_eq!(s.grad_out.unwrap().shape, vec![8, 16]);
+        assert_eq!(s.out, vec![10 * 16 + 30]);
+        let s = sh("copy_u_max_backward", 16, None);
+        assert_eq!(s.out, vec![10 * 16]);
+        let s = sh("u_dot_v_backward", 16, Some(2));
+        assert_eq!(s.grad_out.unwrap().shape, vec![30, 2, 1]);
     }
 
     #[test]
     fn bad_arguments_are_errors() {
         assert!(BenchOp::parse("u_pow_e_sum").is_err());
+        assert!(BenchOp::parse("u_pow_e_sum_backward").is_err());
+        assert!(BenchOp::parse("u_dot_v_backward").unwrap().is_gradient());
         let op = BenchOp::parse("copy_u_sum").unwrap();
         assert!(shapes(&op, G, 0, None).is_err());
         assert!(shapes(&op, G, 30, Some(4)).is_err());

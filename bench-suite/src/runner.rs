@@ -6,11 +6,14 @@ use crate::error::{BenchError, Result};
 use crate::graphs::{BenchGraph, KernelGraph};
 use crate::machine::Machine;
 use crate::model::{self, Cost};
-use crate::opspec::{BenchOp, LHS_SEED, OpFamily, OpShapes, Operand, RHS_SEED, shapes};
+use crate::opspec::{BenchOp, GRAD_SEED, LHS_SEED, OpFamily, OpShapes, Operand, RHS_SEED, shapes};
 use crate::runfile::{MachineBrief, OpResult};
 use crate::triad::MachineFile;
 use crate::{rng, rss};
-use gnnkern::{BackendChoice, BackendKind, Exec, Graph, Index, SddmmIo, SpmmIo, TensorMut, TensorRef};
+use gnnkern::{
+    BackendChoice, BackendKind, Exec, Graph, Index, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmIo, TensorMut,
+    TensorRef,
+};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -57,28 +60,18 @@ pub fn run_op(
     let pool = crate::triad::pool(req.threads)?;
     let lhs = operand_input("--lhs", shapes.lhs.as_ref(), req.lhs.as_deref(), LHS_SEED)?;
     let rhs = operand_input("--rhs", shapes.rhs.as_ref(), req.rhs.as_deref(), RHS_SEED)?;
+    let grad_out = operand_input("output gradient", shapes.grad_out.as_ref(), None, GRAD_SEED)?;
     let mut out = vec![0.0f32; shapes.out.iter().product()];
     rss::reset_peak();
     let exec = Exec::new(choice);
-    let inputs = Inputs { shapes: &shapes, lhs: &lhs, rhs: &rhs };
-    let (times, backend) = pool.install(|| -> Result<(Vec<f64>, BackendKind)> {
-        let mut backend = None;
-        let mut times = Vec::with_capacity(req.reps);
-        for i in 0..req.warmup + req.reps {
-            let t = Instant::now();
-            let ran = match &graph.kernel {
-                KernelGraph::I32(g) => run_once(&exec, g, &req.op, &inputs, &mut out),
-                KernelGraph::I64(g) => run_once(&exec, g, &req.op, &inputs, &mut out),
-            }
-            .map_err(|e| BenchError::Op { context: format!("{} on {}", req.op.name, graph.name), source: e })?;
-            let elapsed = t.elapsed().as_secs_f64() * 1e3;
-            if i >= req.warmup {
-                times.push(elapsed);
-            }
-            backend = Some(ran);
-        }
-        Ok((times, backend.expect("at least one rep ran")))
-    })?;
+    let inputs = Inputs { shapes: &shapes, lhs: &lhs, rhs: &rhs, grad_out: &grad_out };
+    let timing = Timing { exec: &exec, op: &req.op, inputs: &inputs, warmup: req.warmup, reps: req.reps };
+    let (times, backend) = pool
+        .install(|| match &graph.kernel {
+            KernelGraph::I32(g) => time_op(g, &timing, &mut out),
+            KernelGraph::I64(g) => time_op(g, &timing, &mut out),
+        })
+        .map_err(|e| BenchError::Op { context: format!("{} on {}", req.op.name, graph.name), source: e })?;
     let peak_rss_mb = rss::peak_rss_mb();
     let (checksum, checksum_abs) = checksums(&out);
     let result = summarize(Summary {
@@ -89,7 +82,7 @@ pub fn run_op(
         cost,
         shapes: &shapes,
         times,
-        backend: backend.name().to_string(),
+        backend: backend.map_or("unknown", BackendKind::name).to_string(),
         peak_rss_mb,
         checksum,
         checksum_abs,
@@ -101,6 +94,62 @@ struct Inputs<'a> {
     shapes: &'a OpShapes,
     lhs: &'a [f32],
     rhs: &'a [f32],
+    grad_out: &'a [f32],
+}
+
+struct Timing<'a> {
+    exec: &'a Exec,
+    op: &'a BenchOp,
+    inputs: &'a Inputs<'a>,
+    warmup: usize,
+    reps: usize,
+}
+
+/// Warm-up runs, then `reps` timed runs; returns the times (ms) and the
+/// backend that ran (`None` if gnnkern did not report one).
+fn time_op<I: Index>(
+    g: &Graph<I>,
+    t: &Timing<'_>,
+    out: &mut [f32],
+) -> gnnkern::Result<(Vec<f64>, Option<BackendKind>)> {
+    let arg_e = forward_arg_e(t.exec, g, t.op, t.inputs)?;
+    let mut backend = None;
+    let mut times = Vec::with_capacity(t.reps);
+    for i in 0..t.warmup + t.reps.max(1) {
+        let start = Instant::now();
+        backend = run_once(t.exec, g, t.op, t.inputs, arg_e.as_deref(), out)?;
+        let elapsed = start.elapsed().as_secs_f64() * 1e3;
+        if i >= t.warmup {
+            times.push(elapsed);
+        }
+    }
+    Ok((times, backend))
+}
+
+/// The forward's edge arg outputs a max/min gradient op routes through (computed untimed).
+fn forward_arg_e<I: Index>(
+    exec: &Exec,
+    g: &Graph<I>,
+    op: &BenchOp,
+    inputs: &Inputs<'_>,
+) -> gnnkern::Result<Option<Vec<I>>> {
+    let OpFamily::SpmmBackward(spec) = op.family else { return Ok(None) };
+    if !spec.reduce.has_arg() {
+        return Ok(None);
+    }
+    let grad_shape = &inputs.shapes.grad_out.as_ref().expect("gradient ops have an output gradient").shape;
+    let mut fwd = vec![0.0f32; grad_shape.iter().product()];
+    let mut arg_u = vec![I::from_usize(0); fwd.len()];
+    let mut arg_e = vec![I::from_usize(0); fwd.len()];
+    let io = SpmmIo {
+        lhs: tensor(inputs.lhs, inputs.shapes.lhs.as_ref())?,
+        rhs: tensor(inputs.rhs, inputs.shapes.rhs.as_ref())?,
+        out: TensorMut::new(&mut fwd, grad_shape)?,
+        arg_u: Some(&mut arg_u),
+        arg_e: Some(&mut arg_e),
+    };
+    exec.gspmm(g, spec, io)?;
+    Ok(Some(arg_e))
 }
 
 fn operand_input(flag: &str, operand: Option<&Operand>, given: Option<&[f32]>, seed: u64) -> Result<Vec<f32>> {
@@ -125,12 +174,30 @@ fn run_once<I: Index>(
     g: &Graph<I>,
     op: &BenchOp,
     inputs: &Inputs<'_>,
+    arg_e: Option<&[I]>,
     out: &mut [f32],
-) -> gnnkern::Result<BackendKind> {
+) -> gnnkern::Result<Option<BackendKind>> {
     let lhs = tensor(inputs.lhs, inputs.shapes.lhs.as_ref())?;
     let rhs = tensor(inputs.rhs, inputs.shapes.rhs.as_ref())?;
+    if op.is_gradient() {
+        let grad_out =
+            tensor(inputs.grad_out, inputs.shapes.grad_out.as_ref())?.expect("gradient ops have an output gradient");
+        let (gl, gr) = out.split_at_mut(inputs.lhs.len());
+        let grad_lhs = inputs.shapes.lhs.as_ref().map(|o| TensorMut::new(gl, &o.shape)).transpose()?;
+        let grad_rhs = inputs.shapes.rhs.as_ref().map(|o| TensorMut::new(gr, &o.shape)).transpose()?;
+        match op.family {
+            OpFamily::SpmmBackward(spec) => {
+                exec.gspmm_backward(g, spec, SpmmBackwardIo { lhs, rhs, grad_out, arg_e, grad_lhs, grad_rhs })?
+            }
+            OpFamily::SddmmBackward(spec) => {
+                exec.gsddmm_backward(g, spec, SddmmBackwardIo { lhs, rhs, grad_out, grad_lhs, grad_rhs })?
+            }
+            _ => unreachable!("is_gradient() covers exactly the two backward families"),
+        }
+        return Ok(gnnkern::backend::last_used());
+    }
     let out = TensorMut::new(out, &inputs.shapes.out)?;
-    match op.family {
+    let ran = match op.family {
         OpFamily::Spmm(spec) => exec.gspmm(g, spec, SpmmIo::new(lhs, rhs, out)),
         OpFamily::Sddmm(spec) => exec.gsddmm(g, spec, SddmmIo { lhs, rhs, out }),
         OpFamily::EdgeSoftmax => exec.edge_softmax(g, lhs.expect("edge_softmax has logits"), out),
@@ -140,7 +207,9 @@ fn run_once<I: Index>(
             rhs.expect("edge_softmax_backward has an output gradient"),
             out,
         ),
-    }
+        OpFamily::SpmmBackward(_) | OpFamily::SddmmBackward(_) => unreachable!("handled above"),
+    }?;
+    Ok(Some(ran))
 }
 
 /// (Σ x, Σ |x|) in f64.
