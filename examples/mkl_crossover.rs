@@ -60,7 +60,7 @@ fn time(exec: Exec, g: &Graph<i32>, name: &str, x: &Tensor, w: &Tensor, reps: us
     let spec = SpmmSpec::from_name(name).expect("op name");
     let mut out = Tensor::zeros(&[g.num_dst(), x.shape()[1]]).expect("shape");
     let rhs = if name == "u_mul_e_sum" { Some(w.view()) } else { None };
-    let mut call = |out: &mut Tensor| {
+    let call = |out: &mut Tensor| {
         exec.gspmm(g, spec, SpmmIo::new(Some(x.view()), rhs, out.view_mut())).expect("forced backend runs the call");
     };
     call(&mut out);
