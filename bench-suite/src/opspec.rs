@@ -172,10 +172,10 @@ pub fn shapes(op: &BenchOp, g: GraphDims, dim: usize, heads: Option<usize>) -> R
     if dim == 0 {
         return Err(BenchError::input("--dim", "must be at least 1"));
     }
-    if let Some(h) = heads {
-        if h == 0 || dim % h != 0 {
-            return Err(BenchError::input("--heads", format!("{h} heads must be at least 1 and divide --dim {dim}")));
-        }
+    if let Some(h) = heads
+        && (h == 0 || !dim.is_multiple_of(h))
+    {
+        return Err(BenchError::input("--heads", format!("{h} heads must be at least 1 and divide --dim {dim}")));
     }
     let node_feat = match heads {
         Some(h) => vec![h, dim / h],

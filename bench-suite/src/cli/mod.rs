@@ -70,10 +70,10 @@ pub fn main() -> ExitCode {
 /// The process's command line as one string, for run files.
 pub fn command_line() -> String {
     let mut args: Vec<String> = std::env::args().collect();
-    if let Some(first) = args.first_mut() {
-        if let Some(name) = std::path::Path::new(first.as_str()).file_name() {
-            *first = name.to_string_lossy().into_owned();
-        }
+    if let Some(first) = args.first_mut()
+        && let Some(name) = std::path::Path::new(first.as_str()).file_name()
+    {
+        *first = name.to_string_lossy().into_owned();
     }
     args.join(" ")
 }

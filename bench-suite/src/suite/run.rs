@@ -268,15 +268,15 @@ fn run_case(
         * (s.lhs.as_ref().map_or(0, |o| o.len())
             + s.rhs.as_ref().map_or(0, |o| o.len())
             + s.out.iter().product::<usize>()) as u64;
-    if let Some(avail) = mem_available() {
-        if tensor_bytes as f64 > MEMORY_SHARE * avail as f64 {
-            return Err(format!(
-                "needs {:.1} GiB of operands and output, more than {:.0}% of the {:.1} GiB available",
-                tensor_bytes as f64 / (1u64 << 30) as f64,
-                MEMORY_SHARE * 100.0,
-                avail as f64 / (1u64 << 30) as f64
-            ));
-        }
+    if let Some(avail) = mem_available()
+        && tensor_bytes as f64 > MEMORY_SHARE * avail as f64
+    {
+        return Err(format!(
+            "needs {:.1} GiB of operands and output, more than {:.0}% of the {:.1} GiB available",
+            tensor_bytes as f64 / (1u64 << 30) as f64,
+            MEMORY_SHARE * 100.0,
+            avail as f64 / (1u64 << 30) as f64
+        ));
     }
     let req = OpRequest {
         op,
