@@ -43,8 +43,9 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
-    /// Every backend, in the order `auto` tries them.
-    pub const ALL: &'static [BackendKind] = &[BackendKind::Simd, BackendKind::Reference, BackendKind::Mkl, BackendKind::Gpu];
+    /// Every backend (`AUTO_ORDER` says which `auto` tries, in which order).
+    pub const ALL: &'static [BackendKind] =
+        &[BackendKind::Simd, BackendKind::Reference, BackendKind::Mkl, BackendKind::Gpu];
 
     /// Lower-case name (`reference`, `simd`, ...).
     pub const fn name(self) -> &'static str {
