@@ -9,6 +9,9 @@
 //! build; the first run compiles the library once more). With the `mkl`
 //! feature the MKL archives are linked from `$MKLROOT/lib`.
 
+mod common;
+
+use common::rng::Rng;
 use gnnkern::{BackendKind, Exec, Graph, SpmmBackwardIo, SpmmIo, SpmmSpec, Tensor};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,25 +107,6 @@ fn c_smoke_program_passes() {
     assert!(stdout.contains("checks passed"), "{stdout}");
 }
 
-/// A deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn floats(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0).collect()
-    }
-}
-
 /// Row-major `[rows, cols]` dense helpers, looping in the C++ program's order.
 fn matmul(a: &[f32], b: &[f32], n: usize, k: usize, m: usize) -> Vec<f32> {
     let mut c = vec![0.0; n * m];
@@ -204,7 +188,7 @@ fn assert_close(name: &str, got: &[f32], want: &[f32]) {
 
 #[test]
 fn cpp_gcn_framework_matches_rust_reference() {
-    let mut rng = Rng(2024);
+    let mut rng = Rng::new(2024);
     let (n, e, din, dhid, dout) = (40usize, 300usize, 9usize, 17usize, 5usize);
     // Random edges plus one in-edge per node so no degree is zero.
     let (mut src, mut dst): (Vec<i64>, Vec<i64>) =
@@ -213,10 +197,10 @@ fn cpp_gcn_framework_matches_rust_reference() {
         src.push(((v + 1) % n) as i64);
         dst.push(v as i64);
     }
-    let x = rng.floats(n * din);
-    let w1 = rng.floats(din * dhid);
-    let w2 = rng.floats(dhid * dout);
-    let t = rng.floats(n * dout);
+    let x = rng.vec(n * din, -1.0, 1.0);
+    let w1 = rng.vec(din * dhid, -1.0, 1.0);
+    let w2 = rng.vec(dhid * dout, -1.0, 1.0);
+    let t = rng.vec(n * dout, -1.0, 1.0);
 
     let dir = profile_dir().join("c-abi-bin");
     std::fs::create_dir_all(&dir).unwrap();

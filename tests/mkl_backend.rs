@@ -8,29 +8,10 @@
 //! be `Unsupported` and leave the output untouched.
 #![cfg(feature = "mkl")]
 
+mod common;
+
+use common::rng::Rng;
 use gnnkern::{BackendKind, Error, Exec, Graph, Index, SpmmIo, SpmmSpec, Tensor};
-
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn float(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    }
-    fn floats(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.float()).collect()
-    }
-}
 
 /// Edge lists covering the cases the kernels special-case.
 fn graphs(rng: &mut Rng) -> Vec<(usize, usize, Vec<usize>, Vec<usize>)> {
@@ -87,28 +68,28 @@ fn compare<I: Index>(graph: &Graph<I>, name: &str, x: &Tensor, w: Option<&Tensor
 }
 
 fn all_supported_calls<I: Index>() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for g in graphs(&mut rng) {
         let graph = to_graph::<I>(&g);
         for d in [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 257] {
-            let x = Tensor::from_vec(rng.floats(graph.num_src() * d), vec![graph.num_src(), d]).unwrap();
-            let w = Tensor::from_vec(rng.floats(graph.num_edges()), vec![graph.num_edges(), 1]).unwrap();
+            let x = Tensor::from_vec(rng.vec(graph.num_src() * d, -1.0, 1.0), vec![graph.num_src(), d]).unwrap();
+            let w = Tensor::from_vec(rng.vec(graph.num_edges(), -1.0, 1.0), vec![graph.num_edges(), 1]).unwrap();
             compare(&graph, "copy_u_sum", &x, None);
             compare(&graph, "copy_u_mean", &x, None);
             compare(&graph, "u_mul_e_sum", &x, Some(&w));
             compare(&graph, "e_mul_u_sum", &x, Some(&w));
         }
         // A multi-dimensional feature shape is one flat row for MKL.
-        let x = Tensor::from_vec(rng.floats(graph.num_src() * 12), vec![graph.num_src(), 3, 4]).unwrap();
+        let x = Tensor::from_vec(rng.vec(graph.num_src() * 12, -1.0, 1.0), vec![graph.num_src(), 3, 4]).unwrap();
         compare(&graph, "copy_u_sum", &x, None);
         // The reverse graph has its own cached handles.
         let r = graph.reverse();
-        let x = Tensor::from_vec(rng.floats(r.num_src() * 5), vec![r.num_src(), 5]).unwrap();
+        let x = Tensor::from_vec(rng.vec(r.num_src() * 5, -1.0, 1.0), vec![r.num_src(), 5]).unwrap();
         compare(&r, "copy_u_mean", &x, None);
         compare(
             &graph,
             "copy_u_mean",
-            &Tensor::from_vec(rng.floats(graph.num_src() * 5), vec![graph.num_src(), 5]).unwrap(),
+            &Tensor::from_vec(rng.vec(graph.num_src() * 5, -1.0, 1.0), vec![graph.num_src(), 5]).unwrap(),
             None,
         );
     }

@@ -13,6 +13,9 @@
 //! ISA levels: all levels this CPU supports; `GNNKERN_TEST_ISA=avx512,avx2`
 //! asks for specific ones and fails if the CPU lacks one.
 
+mod common;
+
+use common::rng::Rng;
 use gnnkern::backend::simd::cache_bytes;
 use gnnkern::op::{BinaryOpKind as K, ReduceKind, Target};
 use gnnkern::{BackendKind, Exec, Graph, Index, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
@@ -21,26 +24,11 @@ use gnnkern_simd::tuning::{Blocking, Tiling, Tuning, with_tuning};
 
 const FEATS: &[usize] = &[1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 257];
 
-/// SplitMix64: reproducible inputs without dependencies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// Uniform in [-1, 1), or in ±[0.5, 2) for divisors; a few values repeat
-    /// so that max/min ties occur.
-    fn value(&mut self, divisor: bool) -> f32 {
-        let x = if self.below(8) == 0 { 0.25 } else { (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0 };
-        if divisor { (x.abs() * 1.5 + 0.5).copysign(x) } else { x }
-    }
+/// Uniform in [-1, 1), or in ±[0.5, 2) for divisors; a few values repeat
+/// so that max/min ties occur.
+fn value(rng: &mut Rng, divisor: bool) -> f32 {
+    let x = if rng.below(8) == 0 { 0.25 } else { rng.uniform(-1.0, 1.0) };
+    if divisor { (x.abs() * 1.5 + 0.5).copysign(x) } else { x }
 }
 
 fn levels() -> Vec<IsaLevel> {
@@ -72,7 +60,7 @@ fn ids<I: Index>(v: Vec<usize>) -> Vec<I> {
 
 /// The test graphs: (name, graph).
 fn graphs<I: Index>(seed: u64) -> Vec<(&'static str, Graph<I>)> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut out = Vec::new();
     let mut coo = |name, ns: usize, nd: usize, edges: Vec<(usize, usize)>| {
         let (s, d): (Vec<usize>, Vec<usize>) = edges.into_iter().unzip();
@@ -109,7 +97,7 @@ fn graphs<I: Index>(seed: u64) -> Vec<(&'static str, Graph<I>)> {
 
 fn tensor(rng: &mut Rng, rows: usize, shape: &[usize], divisor: bool, specials: bool) -> Tensor {
     let len: usize = rows * shape.iter().product::<usize>();
-    let mut data: Vec<f32> = (0..len).map(|_| rng.value(divisor)).collect();
+    let mut data: Vec<f32> = (0..len).map(|_| value(rng, divisor)).collect();
     if specials && len > 0 {
         for _ in 0..len.div_ceil(40) {
             let i = rng.below(len);
@@ -258,7 +246,7 @@ fn message_cases(d: usize) -> Vec<MessageCase> {
 }
 
 fn spmm_suite<I: Index>(seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     for (name, g) in graphs::<I>(seed) {
         for (i, &d) in FEATS.iter().enumerate() {
             let cases = message_cases(d);
@@ -327,7 +315,7 @@ fn blocked_layout_is_built_once_and_reported() {
 
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
-    let mut rng = Rng(77);
+    let mut rng = Rng::new(77);
     let n = 3000;
     let src: Vec<i32> = (0..40_000).map(|_| rng.below(n) as i32).collect();
     let dst: Vec<i32> = (0..40_000).map(|_| (rng.below(n) * rng.below(n) / n) as i32).collect();
@@ -365,7 +353,7 @@ fn run_sddmm<I: Index>(
 }
 
 fn sddmm_suite<I: Index>(seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut gs = graphs::<I>(seed);
     // A source-sorted COO graph: its out-CSR has consecutive edge ids, so
     // the backend walks the out-CSR (the others walk the in-CSR).
@@ -429,7 +417,7 @@ fn sddmm_matches_reference_i64() {
 fn sddmm_walks_either_csr_with_the_same_result() {
     use gnnkern_simd::kernels::{SddmmArgs, SddmmOrder, sddmm};
     use gnnkern_simd::layout::{BroadcastPlan, OperandShape};
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     let g = &graphs::<i64>(5)[2].1;
     let x = tensor(&mut rng, g.num_src(), &[4, 9], false, false);
     let y = tensor(&mut rng, g.num_dst(), &[4, 9], false, false);
@@ -458,7 +446,7 @@ fn sddmm_walks_either_csr_with_the_same_result() {
 }
 
 fn softmax_suite<I: Index>(seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     for (name, g) in graphs::<I>(seed) {
         for &d in &[1, 4, 8, 16, 17, 33] {
             let specials = rng.below(3) == 0;
