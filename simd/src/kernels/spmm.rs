@@ -32,7 +32,7 @@ use crate::error::{KernelError, check_len};
 use crate::isa::{IsaLevel, Simd, Task};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, ReduceKind, Reducer, Target};
-use crate::tuning::{BlockPlan, CacheInfo, SpmmShape, Tuning, active_tuning, plan_blocking};
+use crate::tuning::{BlockPlan, Blocking, CacheInfo, SpmmShape, Tuning, active_tuning, plan_blocking};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
@@ -67,6 +67,18 @@ fn spmm_blocking_with<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>, tuning: Tun
     if O::REDUCES_LAST_DIM || args.plan.out_len == 0 {
         return None;
     }
+    let cache = CacheInfo::get();
+    if matches!(tuning.blocking, Blocking::Auto) && cache.l3 > 0 && !cache.l3_trusted {
+        // A reported L3 too large to be credible per CPU is a virtualised
+        // host's shared LLC of unknown effective size. The model would then
+        // count the L2 alone as cache and predict misses for feature rows
+        // that in fact stay in the LLC: on the 2-vCPU dev VM it picked
+        // 64-byte tiles for a 32 MB feature matrix and ran 3-6x slower than
+        // the plain pass (docs/PERFORMANCE.md, "Blocking on a virtualised
+        // L3"). Without a credible LLC size, keep the single pass; forced
+        // blocking (`with_tuning`) still runs.
+        return None;
+    }
     let gathered = |used: bool, target: Target, len: usize| if used && target == Target::Src { len * 4 } else { 0 };
     let shape = SpmmShape {
         num_src: args.csr.num_cols(),
@@ -82,7 +94,7 @@ fn spmm_blocking_with<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>, tuning: Tun
         IsaLevel::Avx512 => 16,
         _ => 8,
     };
-    plan_blocking(&shape, tuning, lanes_bytes, CacheInfo::get().per_core_budget())
+    plan_blocking(&shape, tuning, lanes_bytes, cache.per_core_budget())
 }
 
 /// Runs the g-SpMM at the thread's active ISA level, blocked over `blocked`
