@@ -2,6 +2,7 @@
 //! backend, with each peer's result of the same case beside it.
 
 use crate::runfile::{OpResult, RunFile};
+use crate::table::ms;
 use std::collections::BTreeMap;
 
 /// Peers in the order reports show them.
@@ -33,6 +34,38 @@ impl Row<'_> {
             return None;
         }
         Some(self.peers.values().all(|p| checksum_agrees(ours, p)))
+    }
+
+    /// The table cells after the case column, shared by the terminal summary
+    /// and `LATEST.md`: backend, ms, GFLOP/s, GB/s, %triad, each of `peers`'
+    /// ms, the speedup over DGL (if DGL is among them) and the checksum
+    /// verdict (`differs` is how a disagreement is shown).
+    pub fn cells(&self, peers: &[&str], differs: &str) -> Vec<String> {
+        let mut cells = Vec::new();
+        match self.ours {
+            Some(o) => cells.extend([
+                o.backend.clone(),
+                ms(o.median_ms),
+                format!("{:.2}", o.gflops),
+                format!("{:.2}", o.gbps),
+                o.pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
+            ]),
+            None => cells.extend(["-", "-", "-", "-", "-"].map(String::from)),
+        }
+        for p in peers {
+            cells.push(self.peers.get(p).map_or("-".into(), |r| ms(r.median_ms)));
+        }
+        if peers.contains(&"dgl") {
+            cells.push(self.speedup_vs("dgl").map_or("-".into(), |x| format!("{x:.2}x")));
+        }
+        if !peers.is_empty() {
+            cells.push(match self.checksums_agree() {
+                Some(true) => "ok".into(),
+                Some(false) => differs.into(),
+                None => "-".into(),
+            });
+        }
+        cells
     }
 }
 

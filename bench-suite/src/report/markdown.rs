@@ -3,7 +3,6 @@
 
 use super::LoadedRun;
 use crate::compare::{PEERS, geomean, rows};
-use crate::table::ms;
 
 /// The markdown page for `latest`.
 pub fn latest(latest: &LoadedRun) -> String {
@@ -50,29 +49,7 @@ pub fn latest(latest: &LoadedRun) -> String {
     ));
     for row in &rows {
         let mut cells = vec![format!("`{}`", row.key)];
-        match row.ours {
-            Some(o) => cells.extend([
-                o.backend.clone(),
-                ms(o.median_ms),
-                format!("{:.2}", o.gflops),
-                format!("{:.2}", o.gbps),
-                o.pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
-            ]),
-            None => cells.extend(["-", "-", "-", "-", "-"].map(String::from)),
-        }
-        for p in &peers {
-            cells.push(row.peers.get(p).map_or("-".into(), |r| ms(r.median_ms)));
-        }
-        if peers.contains(&"dgl") {
-            cells.push(row.speedup_vs("dgl").map_or("-".into(), |x| format!("{x:.2}x")));
-        }
-        if !peers.is_empty() {
-            cells.push(match row.checksums_agree() {
-                Some(true) => "ok".into(),
-                Some(false) => "**differs**".into(),
-                None => "-".into(),
-            });
-        }
+        cells.extend(row.cells(&peers, "**differs**"));
         s.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     s.push('\n');

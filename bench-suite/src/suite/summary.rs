@@ -2,7 +2,7 @@
 
 use crate::compare::{PEERS, rows};
 use crate::runfile::RunFile;
-use crate::table::{ms, render};
+use crate::table::render;
 
 /// The end-of-run table: one line per case with gnnkern's time and rates,
 /// each peer's time and the speedup over DGL.
@@ -22,29 +22,7 @@ pub fn summary_table(run: &RunFile) -> String {
         .iter()
         .map(|row| {
             let mut cells = vec![row.key.clone()];
-            match row.ours {
-                Some(o) => cells.extend([
-                    o.backend.clone(),
-                    ms(o.median_ms),
-                    format!("{:.2}", o.gflops),
-                    format!("{:.2}", o.gbps),
-                    o.pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
-                ]),
-                None => cells.extend(["-", "-", "-", "-", "-"].map(String::from)),
-            }
-            for p in &peers {
-                cells.push(row.peers.get(p).map_or("-".into(), |r| ms(r.median_ms)));
-            }
-            if peers.contains(&"dgl") {
-                cells.push(row.speedup_vs("dgl").map_or("-".into(), |s| format!("{s:.2}x")));
-            }
-            if !peers.is_empty() {
-                cells.push(match row.checksums_agree() {
-                    Some(true) => "ok".into(),
-                    Some(false) => "DIFFERS".into(),
-                    None => "-".into(),
-                });
-            }
+            cells.extend(row.cells(&peers, "DIFFERS"));
             cells
         })
         .collect();
