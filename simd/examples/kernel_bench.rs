@@ -292,6 +292,10 @@ fn main() {
                 ("blocked L2/2, tile 64B", per_core / 2 / 64, 64),
                 ("blocked 4 blocks, no tile", n.div_ceil(4), 4 * d),
                 ("blocked 2 blocks, no tile", n.div_ceil(2), 4 * d),
+                ("blocked 4 MiB, no tile", (4 << 20) / (4 * d), 4 * d),
+                ("blocked 8 MiB, no tile", (8 << 20) / (4 * d), 4 * d),
+                ("blocked 16 MiB, no tile", (16 << 20) / (4 * d), 4 * d),
+                ("blocked 8 MiB, tile 64B", (8 << 20) / 64, 64),
             ] {
                 let start = Instant::now();
                 let layout = BlockedCsr::build(&in_csr, bs);

@@ -28,6 +28,10 @@ pub trait Index: sealed::Sealed + Copy + Ord + Hash + Debug + Default + Send + S
     /// Widens a non-negative id. Negative values map to `usize::MAX` so that a
     /// subsequent range check rejects them instead of wrapping to a small id.
     fn to_usize(self) -> usize;
+    /// An id already validated as non-negative (a slot of a checked CSR):
+    /// a plain widening, without [`Index::to_usize`]'s negative check that
+    /// costs a `test` + `cmov` per gathered edge in the kernels' hot loops.
+    fn to_usize_valid(self) -> usize;
     /// Narrows `v`; `None` when it does not fit.
     fn try_from_usize(v: usize) -> Option<Self>;
     /// Narrows `v` that the caller has already checked to be `<= MAX_USIZE`.
@@ -46,6 +50,11 @@ macro_rules! impl_index {
             #[inline(always)]
             fn to_usize(self) -> usize {
                 usize::try_from(self).unwrap_or(usize::MAX)
+            }
+            #[inline(always)]
+            fn to_usize_valid(self) -> usize {
+                debug_assert!(self >= 0);
+                self as usize
             }
             #[inline(always)]
             fn try_from_usize(v: usize) -> Option<Self> {
