@@ -4,10 +4,11 @@
 //! `Σ out ⊙ R` for a fixed random `R`, so `R` is the output gradient.
 
 use gnnkern::Exec;
+use gnnkern_bench::models::batch_norm::BatchNorm;
 use gnnkern_bench::models::conv::{Conv, GatConv, GraphConv, SageAggregator, SageConv};
 use gnnkern_bench::models::data::{Task, with_self_loops};
 use gnnkern_bench::models::nets::{Net, NetConfig};
-use gnnkern_bench::models::nn::{self, cross_entropy};
+use gnnkern_bench::models::nn::cross_entropy;
 use gnnkern_bench::models::rng::Rng;
 use gnnkern_bench::models::sparse::G;
 use gnnkern_bench::models::{Ctx, Mat};
@@ -160,39 +161,81 @@ fn model_gradients() {
     }
 }
 
+/// Batch norm in training mode (gradients through the batch statistics)
+/// and in evaluation mode (running statistics are constants).
 #[test]
 fn batch_norm_gradients() {
     let mut rng = Rng::new(31);
     let x = random_mat(7, 3, &mut rng);
     let r = random_mat(7, 3, &mut rng);
-    let gamma = vec![1.2, 0.7, -0.4];
-    let beta = vec![0.1, -0.2, 0.3];
-    let loss = |x: &Mat, gamma: &[f32]| -> f64 {
-        let (y, _) = nn::batch_norm(x, gamma, &beta);
-        y.data.iter().zip(&r.data).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
-    };
-    let (_, cache) = nn::batch_norm(&x, &gamma, &beta);
-    let (mut dg, mut db) = (vec![0.0; 3], vec![0.0; 3]);
-    let dx = nn::batch_norm_backward(&cache, &gamma, &r, &mut dg, &mut db);
-    let eps = 1e-2;
-    for i in 0..x.data.len() {
-        let mut xp = x.clone();
-        xp.data[i] += eps;
-        let lp = loss(&xp, &gamma);
-        xp.data[i] -= 2.0 * eps;
-        let lm = loss(&xp, &gamma);
-        close(dx.data[i], (lp - lm) / (2.0 * f64::from(eps)), &format!("bn dx[{i}]"));
+    for training in [true, false] {
+        let mut bn = BatchNorm::new(3);
+        bn.gamma.value.data = vec![1.2, 0.7, -0.4];
+        bn.beta.value.data = vec![0.1, -0.2, 0.3];
+        bn.running_mean = vec![0.3, -0.1, 0.2];
+        bn.running_var = vec![0.5, 2.0, 1.5];
+        let loss = |bn: &BatchNorm, x: &Mat| -> f64 {
+            // A clone, so the probe does not move the running statistics.
+            let y = bn.clone().forward(x, training);
+            y.data.iter().zip(&r.data).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
+        };
+        let mut probe = bn.clone();
+        probe.forward(&x, training);
+        let dx = probe.backward(&r);
+        let eps = 1e-2;
+        for i in 0..x.data.len() {
+            let mut xp = x.clone();
+            xp.data[i] += eps;
+            let lp = loss(&bn, &xp);
+            xp.data[i] -= 2.0 * eps;
+            let lm = loss(&bn, &xp);
+            close(dx.data[i], (lp - lm) / (2.0 * f64::from(eps)), &format!("bn (training {training}) dx[{i}]"));
+        }
+        for j in 0..3 {
+            let mut bp = bn.clone();
+            bp.gamma.value.data[j] += eps;
+            let lp = loss(&bp, &x);
+            bp.gamma.value.data[j] -= 2.0 * eps;
+            let lm = loss(&bp, &x);
+            close(probe.gamma.grad.data[j], (lp - lm) / (2.0 * f64::from(eps)), "bn dgamma");
+            let sum_r: f64 = (0..7).map(|rr| f64::from(r.row(rr)[j])).sum();
+            close(probe.beta.grad.data[j], sum_r, "bn dbeta");
+        }
     }
-    for j in 0..3 {
-        let mut gp = gamma.clone();
-        gp[j] += eps;
-        let lp = loss(&x, &gp);
-        gp[j] -= 2.0 * eps;
-        let lm = loss(&x, &gp);
-        close(dg[j], (lp - lm) / (2.0 * f64::from(eps)), "bn dgamma");
-        let sum_r: f64 = (0..7).map(|rr| f64::from(r.row(rr)[j])).sum();
-        close(db[j], sum_r, "bn dbeta");
-    }
+}
+
+/// Running statistics: training mode moves them by `momentum` towards the
+/// batch mean and unbiased variance (torch `BatchNorm1d`) and normalises
+/// with the batch's own statistics; evaluation mode uses them and leaves
+/// them alone.
+#[test]
+fn batch_norm_running_statistics() {
+    // Column 0: 1, 2, 3, 6 (mean 3, biased variance 3.5, unbiased 14/3);
+    // column 1 constant 5 (variance 0).
+    let x = Mat::from_vec(4, 2, vec![1.0, 5.0, 2.0, 5.0, 3.0, 5.0, 6.0, 5.0]);
+    let mut bn = BatchNorm::new(2);
+    let y = bn.forward(&x, true);
+    let approx = |a: f32, b: f64, what: &str| assert!((f64::from(a) - b).abs() < 1e-5, "{what}: {a} vs {b}");
+    approx(bn.running_mean[0], 0.1 * 3.0, "running mean 0");
+    approx(bn.running_mean[1], 0.1 * 5.0, "running mean 1");
+    approx(bn.running_var[0], 0.9 + 0.1 * 14.0 / 3.0, "running var 0");
+    approx(bn.running_var[1], 0.9, "running var 1");
+    // Training output uses the batch statistics: (1 - 3)/sqrt(3.5 + 1e-5).
+    approx(y.row(0)[0], -2.0 / (3.5f64 + 1e-5).sqrt(), "training output");
+    approx(y.row(2)[1], 0.0, "constant column");
+    // A second training batch moves the statistics again.
+    bn.forward(&x, true);
+    approx(bn.running_mean[0], 0.9 * 0.3 + 0.1 * 3.0, "running mean after two steps");
+    // Evaluation: normalise with the running statistics, which stay put.
+    let (rm, rv) = (bn.running_mean.clone(), bn.running_var.clone());
+    let single = Mat::from_vec(1, 2, vec![4.0, 5.0]);
+    let y = bn.forward(&single, false);
+    assert_eq!((bn.running_mean.clone(), bn.running_var.clone()), (rm.clone(), rv.clone()));
+    approx(y.row(0)[0], (4.0 - f64::from(rm[0])) / (f64::from(rv[0]) + 1e-5).sqrt(), "eval output 0");
+    approx(y.row(0)[1], (5.0 - f64::from(rm[1])) / (f64::from(rv[1]) + 1e-5).sqrt(), "eval output 1");
+    // In evaluation mode a row's output does not depend on its batch.
+    let batch = Mat::from_vec(2, 2, vec![4.0, 5.0, -7.0, 1.0]);
+    assert_eq!(bn.forward(&batch, false).row(0), y.row(0));
 }
 
 /// The task builder gives generated graphs features, labels and a split.

@@ -4,7 +4,8 @@
 //!
 //! Structure (bottom up):
 //! - [`dense`]: the row-major [`Mat`] and GEMM (`gemm`, x86-v4 kernels);
-//! - [`nn`]: activations, dropout, batch norm, masked cross-entropy;
+//! - [`nn`]: activations, dropout, masked cross-entropy; [`batch_norm`]:
+//!   batch norm with running statistics;
 //! - [`sparse`]: the gnnkern calls the layers make, timed as "sparse";
 //! - [`conv`]: one type per graph convolution (`GraphConv`, `SageConv`,
 //!   `GatConv`, `LgnnLayer`), each with an explicit `forward` that caches
@@ -18,6 +19,7 @@
 //! Every layer's backward is checked against central finite differences on
 //! tiny graphs (`bench-suite/tests/models_grad.rs`).
 
+pub mod batch_norm;
 pub mod conv;
 pub mod data;
 pub mod dense;

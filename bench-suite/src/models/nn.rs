@@ -1,5 +1,4 @@
-//! Pointwise activations, dropout, batch norm and the masked cross-entropy
-//! loss, each as a forward function plus the backward it pairs with.
+//! Pointwise activations, dropout and the masked cross-entropy loss, each as a forward function plus the backward it pairs with.
 //! Pointwise loops run in parallel above [`PAR_MIN`] elements.
 
 use super::dense::{Mat, PAR_MIN, apply, zip_apply};
@@ -122,73 +121,4 @@ pub fn argmax(xs: &[f32]) -> usize {
         }
     }
     best
-}
-
-/// Batch normalisation over rows with learnable `gamma`/`beta` (training
-/// statistics, biased variance, eps 1e-5, as torch `BatchNorm1d` in
-/// training mode). Returns the output and the cache for backward.
-pub fn batch_norm(x: &Mat, gamma: &[f32], beta: &[f32]) -> (Mat, BatchNormCache) {
-    let (n, c) = (x.rows, x.cols);
-    let mut mean = vec![0f64; c];
-    let mut var = vec![0f64; c];
-    for r in 0..n {
-        x.row(r).iter().zip(&mut mean).for_each(|(&v, m)| *m += f64::from(v));
-    }
-    mean.iter_mut().for_each(|m| *m /= n.max(1) as f64);
-    for r in 0..n {
-        x.row(r).iter().zip(&mean).zip(&mut var).for_each(|((&v, m), s)| *s += (f64::from(v) - m).powi(2));
-    }
-    let inv_std: Vec<f32> = var.iter().map(|s| (1.0 / (s / n.max(1) as f64 + 1e-5).sqrt()) as f32).collect();
-    let mut xhat = Mat::zeros(n, c);
-    let mut y = Mat::zeros(n, c);
-    for r in 0..n {
-        for j in 0..c {
-            let h = (x.row(r)[j] - mean[j] as f32) * inv_std[j];
-            xhat.row_mut(r)[j] = h;
-            y.row_mut(r)[j] = gamma[j] * h + beta[j];
-        }
-    }
-    (y, BatchNormCache { xhat, inv_std })
-}
-
-/// What batch-norm backward needs.
-#[derive(Clone, Debug, Default)]
-pub struct BatchNormCache {
-    pub xhat: Mat,
-    pub inv_std: Vec<f32>,
-}
-
-/// Batch-norm backward: returns `dx` and accumulates `dgamma`, `dbeta`.
-pub fn batch_norm_backward(
-    cache: &BatchNormCache,
-    gamma: &[f32],
-    g: &Mat,
-    dgamma: &mut [f32],
-    dbeta: &mut [f32],
-) -> Mat {
-    let (n, c) = (g.rows, g.cols);
-    let mut sum_g = vec![0f64; c];
-    let mut sum_gx = vec![0f64; c];
-    for r in 0..n {
-        for j in 0..c {
-            let gv = f64::from(g.row(r)[j]);
-            sum_g[j] += gv;
-            sum_gx[j] += gv * f64::from(cache.xhat.row(r)[j]);
-        }
-    }
-    for j in 0..c {
-        dgamma[j] += sum_gx[j] as f32;
-        dbeta[j] += sum_g[j] as f32;
-    }
-    let nf = n.max(1) as f64;
-    let mut dx = Mat::zeros(n, c);
-    for r in 0..n {
-        for j in 0..c {
-            let gv = f64::from(g.row(r)[j]);
-            let h = f64::from(cache.xhat.row(r)[j]);
-            let d = f64::from(gamma[j] * cache.inv_std[j]) * (gv - sum_g[j] / nf - h * sum_gx[j] / nf);
-            dx.row_mut(r)[j] = d as f32;
-        }
-    }
-    dx
 }

@@ -13,15 +13,15 @@
 //! `Pm y` sums each node's in-edge features (`copy_e_sum` on `G`) and
 //! `Pd x` copies each edge's source features (g-SDDMM `copy_u`) — the
 //! incidence-matrix fusion. `½relu` applies ReLU to the second half of the
-//! columns; `bn` is batch norm with batch statistics (the example never
-//! switches to evaluation mode).
+//! columns; `bn` is batch norm ([`BatchNorm`]): batch statistics while
+//! training, running statistics in evaluation mode.
 //!
 //! Backward runs the same operators transposed: `Aᵀ` is `copy_u_sum` on the
 //! reverse graph, `Pmᵀ` is g-SDDMM `copy_v`, `Pdᵀ` is `copy_e_sum` on the
 //! reverse graph.
 
+use crate::models::batch_norm::BatchNorm;
 use crate::models::dense::{Linear, Mat, Param};
-use crate::models::nn::{BatchNormCache, batch_norm, batch_norm_backward};
 use crate::models::rng::Rng;
 use crate::models::sparse::{G, copy_e_sum, copy_to_edges, copy_u};
 use crate::models::{Ctx, Result};
@@ -68,14 +68,12 @@ struct Side {
     deg: Linear,
     powers: Vec<Linear>,
     fused: Linear,
-    gamma: Param,
-    beta: Param,
+    bn: BatchNorm,
     // Cached by forward.
     deg_in: Mat,
     power_in: Vec<Mat>,
     fused_in: Mat,
     act: Mat,
-    bn: BatchNormCache,
 }
 
 impl Side {
@@ -83,25 +81,23 @@ impl Side {
         let mut lin = || Linear::new(input, output, rng);
         let (own, deg, fused) = (lin(), lin(), lin());
         let powers = (0..radius).map(|_| Linear::new(input, output, rng)).collect();
-        let gamma = Param::new(Mat::from_vec(1, output, vec![1.0; output]));
         Self {
             own,
             deg,
             powers,
             fused,
-            gamma,
-            beta: Param::zeros(1, output),
+            bn: BatchNorm::new(output),
             deg_in: Mat::default(),
             power_in: Vec::new(),
             fused_in: Mat::default(),
             act: Mat::default(),
-            bn: BatchNormCache::default(),
         }
     }
 
     /// `bn(½relu(z Own + (deg∘z) Deg + Σ powers + fused Fused))`.
     fn forward(&mut self, ctx: &mut Ctx, graph: &G, z: &Mat, degree: &Mat, fused_in: Mat) -> Result<Mat> {
         let powers = adjacency_powers(ctx, graph, z, self.powers.len())?;
+        let training = ctx.training;
         let out = ctx.dense(|| {
             let mut deg_in = z.clone();
             deg_in.scale_rows(&degree.data);
@@ -112,8 +108,8 @@ impl Side {
             }
             self.fused.forward_into(&fused_in, &mut h, true);
             half_relu(&mut h);
-            let (y, cache) = batch_norm(&h, &self.gamma.value.data, &self.beta.value.data);
-            (self.deg_in, self.act, self.bn) = (deg_in, h, cache);
+            let y = self.bn.forward(&h, training);
+            (self.deg_in, self.act) = (deg_in, h);
             y
         });
         (self.power_in, self.fused_in) = (powers, fused_in);
@@ -123,13 +119,7 @@ impl Side {
     /// Returns `(dz, d fused_in)`.
     fn backward(&mut self, ctx: &mut Ctx, graph: &G, z: &Mat, degree: &Mat, grad: &Mat) -> Result<(Mat, Mat)> {
         let (dz_dense, dpowers, dfused) = ctx.dense(|| {
-            let mut dh = batch_norm_backward(
-                &self.bn,
-                &self.gamma.value.data,
-                grad,
-                &mut self.gamma.grad.data,
-                &mut self.beta.grad.data,
-            );
+            let mut dh = self.bn.backward(grad);
             half_relu_backward(&self.act, &mut dh);
             let mut dz = Mat::zeros(z.rows, z.cols);
             self.own.backward(z, &dh, Some(&mut dz));
@@ -161,8 +151,7 @@ impl Side {
         for lin in [&mut self.own, &mut self.deg, &mut self.fused].into_iter().chain(self.powers.iter_mut()) {
             ps.extend(lin.params());
         }
-        ps.push(&mut self.gamma);
-        ps.push(&mut self.beta);
+        ps.extend(self.bn.params());
         ps
     }
 }
