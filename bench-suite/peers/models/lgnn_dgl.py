@@ -2,17 +2,29 @@
 (examples/pytorch/line_graph: GNNModule / GNN, the permutation-invariant loss
 and the overlap score) with the same settings as the gnnkern side
 (`LgnnConfig::default()`): n = 1000, 2 communities, average degree 3, 20 layers
-of 16 features, radius 3, Adam lr 0.005, 20 training and 20 test graphs from
-DGL's SBMMixtureDataset (Appendix C mixture, the same distribution the gnnkern
-side draws from with its own generator), one step per graph per epoch.
+of 16 features, radius 3, Adam lr 0.005, 20 training and 20 test graphs, one
+step per graph per epoch.
 
-    /work/venvs/peers/bin/python bench-suite/peers/models/lgnn_dgl.py --epochs 20 --threads 2 --json
+The graphs: with `--graphs DIR`, exactly the graphs gnnkern trained and tested
+on, written by `gnnkern-bench train --model lgnn ... --save-graphs DIR`
+(DIR/train/NNN and DIR/test/NNN in the ../shared/datasets format, labels =
+communities). Without it, DGL's own SBMMixtureDataset (the same Appendix-C
+distribution, different draws).
+
+    gnnkern-bench train --model lgnn --graph sbm-mixture:1000:2:3 --epochs 20 --threads 2 \
+        --save-graphs /tmp/sbm-mixture --json
+    /work/venvs/peers/bin/python bench-suite/peers/models/lgnn_dgl.py --graphs /tmp/sbm-mixture \
+        --epochs 20 --threads 2 --json
+
+Batch norm: the test graphs run in evaluation mode (`model.eval()`: running
+statistics), as on the gnnkern side; DGL's example itself never calls eval().
 """
 
 import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from itertools import permutations
 
@@ -29,6 +41,7 @@ p.add_argument("--train-graphs", type=int, default=20)
 p.add_argument("--test-graphs", type=int, default=20)
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--seed", type=int, default=0)
+p.add_argument("--graphs", help="directory of train/ and test/ graphs written by gnnkern's --save-graphs")
 p.add_argument("--json", action="store_true")
 args = p.parse_args()
 os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
@@ -104,46 +117,64 @@ def main():
     random.seed(args.seed)
     K, n = args.communities, args.nodes
 
-    def load(count):
-        ds = SBMMixtureDataset(count, n, K, avg_deg=args.avg_degree)
-        out = []
-        for i in range(count):
-            g, lg, deg_g, deg_lg, pm_pd = ds[i]
-            out.append((g, lg, th.as_tensor(deg_g).float().unsqueeze(1), th.as_tensor(deg_lg).float().unsqueeze(1),
-                        th.as_tensor(pm_pd).long()))
-        return out
+    def prepare(g, labels):
+        """The example's per-graph inputs: line graph, degrees, edge sources."""
+        lg = dgl.line_graph(g, backtracking=False)
+        deg = lambda h: h.in_degrees().float().unsqueeze(1)
+        return g, lg, deg(g), deg(lg), g.edges()[0], labels
 
-    train, test = load(args.train_graphs), load(args.test_graphs)
-    ones = th.ones(n // K)
-    y_list = [th.cat([x * ones for x in perm]).long() for perm in permutations(range(K))]
+    def load_dir(path):
+        rd = lambda name: th.from_numpy(np.fromfile(os.path.join(path, name), dtype=np.int32).astype(np.int64))
+        meta = json.load(open(os.path.join(path, "meta.json")))
+        g = dgl.graph((rd("src.bin"), rd("dst.bin")), num_nodes=int(meta["num_nodes"]))
+        return prepare(g, rd("labels.bin"))
+
+    def load(split, count):
+        if args.graphs:
+            root = os.path.join(args.graphs, split)
+            names = sorted(os.listdir(root))
+            if len(names) != count:
+                sys.exit(f"{root} holds {len(names)} graphs, expected {count}")
+            return [load_dir(os.path.join(root, d)) for d in names]
+        ds = SBMMixtureDataset(count, n, K, avg_deg=args.avg_degree)
+        # DGL's SBM puts node v in block v // (n / K).
+        labels = th.arange(n) // (n // K)
+        col = lambda d: th.as_tensor(d).float().unsqueeze(1)
+        return [(g, lg, col(dg), col(dlg), th.as_tensor(pmpd).long(), labels)
+                for g, lg, dg, dlg, pmpd in (ds[i] for i in range(count))]
+
+    train, test = load("train", args.train_graphs), load("test", args.test_graphs)
+    perms = [th.tensor(p) for p in permutations(range(K))]
     model = GNN([1] + [args.feats] * args.layers + [K], args.radius, K)
     opt = th.optim.Adam(model.parameters(), lr=args.lr)
 
-    def overlap(z):
+    def overlap(z, labels):
         pred = z.argmax(1)
-        acc = max(int((pred == y).sum()) for y in y_list) / n
+        acc = max(int((pred == p[labels]).sum()) for p in perms) / len(labels)
         return (acc - 1 / K) / (1 - 1 / K)
 
     times = []
     for _ in range(args.epochs):
         t = time.perf_counter()
         loss_sum = ov_sum = 0.0
-        for g, lg, dg, dlg, pmpd in train:
+        for g, lg, dg, dlg, pmpd, labels in train:
             z = model(g, lg, dg, dlg, pmpd)
-            loss = min(F.cross_entropy(z, y) for y in y_list)
+            loss = min(F.cross_entropy(z, p[labels]) for p in perms)
             opt.zero_grad()
             loss.backward()
             opt.step()
             loss_sum += float(loss)
-            ov_sum += overlap(z.detach())
+            ov_sum += overlap(z.detach(), labels)
         times.append((time.perf_counter() - t) * 1e3)
+    # Evaluation mode (batch norm on running statistics), as gnnkern's side.
+    model.eval()
     t = time.perf_counter()
     with th.no_grad():
-        test_ov = sum(overlap(model(*s)) for s in test) / len(test)
+        test_ov = sum(overlap(model(*s[:5]), s[5]) for s in test) / len(test)
     infer_ms = (time.perf_counter() - t) * 1e3 / len(test)
     out = {
         "framework": "dgl", "dgl": dgl.__version__, "torch": th.__version__, "model": "lgnn",
-        "graph": f"sbm-mixture:{n}:{K}:{args.avg_degree}", "num_nodes": n, "layers": args.layers,
+        "graph": args.graphs or f"sbm-mixture:{n}:{K}:{args.avg_degree}", "num_nodes": n, "layers": args.layers,
         "feats": args.feats, "radius": args.radius, "train_graphs": args.train_graphs,
         "test_graphs": args.test_graphs, "epochs": args.epochs, "threads": th.get_num_threads(),
         "epoch_ms": statistics.median(times), "infer_ms": infer_ms,

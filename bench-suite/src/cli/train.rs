@@ -27,6 +27,10 @@ pub struct Args {
     /// instead of the timing ones (hidden 128, GAT 4x32).
     #[arg(long)]
     pub accuracy: bool,
+    /// lgnn only: write the training and test graphs to DIR/{train,test}/NNN
+    /// (for the DGL peer's `--graphs DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub save_graphs: Option<std::path::PathBuf>,
     /// Print one JSON object (otherwise pretty-printed JSON).
     #[arg(long)]
     pub json: bool,
@@ -41,7 +45,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| input(e.to_string()))?;
     let value = pool.install(|| -> std::result::Result<serde_json::Value, crate::models::ModelError> {
         if args.model == "lgnn" {
-            return crate::models::lgnn::run_cli(&args.graph, args.epochs, args.seed);
+            return crate::models::lgnn::run_cli(&args.graph, args.epochs, args.seed, args.save_graphs.as_deref());
+        }
+        if args.save_graphs.is_some() {
+            return Err(crate::models::ModelError::Arg("--save-graphs applies to --model lgnn only".into()));
         }
         let model = ModelKind::from_name(&args.model)?;
         let ds = gnnkern_datasets::open(&args.graph)?;

@@ -15,9 +15,10 @@ use super::dense::{Linear, Mat, Param};
 use super::nn::cross_entropy;
 use super::optim::Adam;
 use super::rng::Rng;
-use super::sparse::G;
 use super::{Ctx, ModelError, Result};
 use gnnkern::Exec;
+use gnnkern_datasets::{Dataset, IndexWidth};
+use std::path::Path;
 use std::time::Instant;
 
 /// Settings of an LGNN run.
@@ -63,8 +64,9 @@ pub struct SbmSample {
     pub labels: Vec<i32>,
 }
 
-/// Draws graph `index` of the Appendix-C mixture.
-pub fn sbm_sample(cfg: &LgnnConfig, index: u64) -> Result<SbmSample> {
+/// Graph `index` of the Appendix-C mixture, as a dataset (edges and
+/// community labels).
+pub fn sbm_dataset(cfg: &LgnnConfig, index: u64) -> Result<Dataset> {
     let mut rng = Rng::new(cfg.seed.wrapping_mul(0x9e37).wrapping_add(index));
     let d = cfg.avg_degree;
     let q = f64::from(rng.uniform()) * (d - d.sqrt());
@@ -72,11 +74,38 @@ pub fn sbm_sample(cfg: &LgnnConfig, index: u64) -> Result<SbmSample> {
     let (p, q) = if rng.uniform() < 0.5 { (p, q) } else { (q, p) };
     let n = cfg.nodes;
     let spec = format!("sbm:{n}:{}:{}:{}:{}", cfg.communities, p / n as f64, q / n as f64, rng.next_u64() >> 1);
-    let ds = gnnkern_datasets::open(&spec)?;
-    let labels =
-        ds.labels.clone().ok_or_else(|| ModelError::Arg(format!("{spec}: the SBM generator gave no labels")))?;
-    let g: G = ds.graph::<i32>()?;
-    Ok(SbmSample { graphs: LgnnGraphs::new(g)?, labels })
+    Ok(gnnkern_datasets::open(&spec)?)
+}
+
+impl SbmSample {
+    /// The LGNN inputs of an SBM dataset.
+    pub fn from_dataset(ds: &Dataset) -> Result<Self> {
+        let labels = ds
+            .labels
+            .clone()
+            .ok_or_else(|| ModelError::Arg(format!("{}: the SBM generator gave no labels", ds.name)))?;
+        Ok(Self { graphs: LgnnGraphs::new(ds.graph::<i32>()?)?, labels })
+    }
+}
+
+/// The training (indices `0..train_graphs`) and test (indices from
+/// 1,000,000) graphs of `cfg`; with `save`, each is also written as
+/// `save/{train,test}/NNN` in the dataset-directory format, so a peer can
+/// train and test on exactly these graphs.
+pub fn sbm_mixture(cfg: &LgnnConfig, save: Option<&Path>) -> Result<(Vec<SbmSample>, Vec<SbmSample>)> {
+    let split = |name: &str, first: u64, count: usize| -> Result<Vec<SbmSample>> {
+        (0..count as u64)
+            .map(|i| {
+                let ds = sbm_dataset(cfg, first + i)?;
+                if let Some(dir) = save {
+                    let path = dir.join(name).join(format!("{i:03}"));
+                    gnnkern_datasets::write_dir(&ds, &path, IndexWidth::I32)?;
+                }
+                SbmSample::from_dataset(&ds)
+            })
+            .collect()
+    };
+    Ok((split("train", 0, cfg.train_graphs)?, split("test", 1_000_000, cfg.test_graphs)?))
 }
 
 /// The LGNN model.
@@ -177,14 +206,13 @@ pub fn overlap(logits: &Mat, labels: &[i32], k: usize) -> f32 {
 }
 
 /// Trains on `cfg.train_graphs` graphs for `cfg.epochs` epochs (one Adam
-/// step per graph) and reports timing and the mean test overlap.
-pub fn run(cfg: &LgnnConfig, exec: Exec) -> Result<serde_json::Value> {
+/// step per graph) and reports timing and the mean test overlap; `save`
+/// writes the graphs ([`sbm_mixture`]).
+pub fn run(cfg: &LgnnConfig, exec: Exec, save: Option<&Path>) -> Result<serde_json::Value> {
     if cfg.communities < 2 || cfg.layers == 0 || cfg.epochs == 0 || cfg.train_graphs == 0 || cfg.test_graphs == 0 {
         return Err(ModelError::Arg("lgnn needs k >= 2 and at least one layer, epoch, training and test graph".into()));
     }
-    let train: Vec<SbmSample> = (0..cfg.train_graphs as u64).map(|i| sbm_sample(cfg, i)).collect::<Result<_>>()?;
-    let test: Vec<SbmSample> =
-        (0..cfg.test_graphs as u64).map(|i| sbm_sample(cfg, 1_000_000 + i)).collect::<Result<_>>()?;
+    let (train, test) = sbm_mixture(cfg, save)?;
     let mut model = Lgnn::new(cfg);
     let mut adam = Adam::new(cfg.lr, 0.0);
     let mut ctx = Ctx::new(exec, cfg.seed);
@@ -208,6 +236,8 @@ pub fn run(cfg: &LgnnConfig, exec: Exec) -> Result<serde_json::Value> {
         sparse += ctx.prof.sparse.as_secs_f64() * 1e3;
         dense += ctx.prof.dense.as_secs_f64() * 1e3;
     }
+    // Evaluation mode: batch norm uses its running statistics.
+    ctx.training = false;
     let t = Instant::now();
     let mut test_overlap = 0.0;
     for s in &test {
@@ -243,8 +273,8 @@ pub fn run(cfg: &LgnnConfig, exec: Exec) -> Result<serde_json::Value> {
     }))
 }
 
-/// `train --model lgnn --graph sbm-mixture:N:K:AVG_DEG`.
-pub fn run_cli(graph: &str, epochs: usize, seed: u64) -> Result<serde_json::Value> {
+/// `train --model lgnn --graph sbm-mixture:N:K:AVG_DEG [--save-graphs DIR]`.
+pub fn run_cli(graph: &str, epochs: usize, seed: u64, save: Option<&Path>) -> Result<serde_json::Value> {
     let bad = || ModelError::Arg(format!("lgnn trains on --graph sbm-mixture:N:K:AVG_DEG (got {graph:?})"));
     let parts: Vec<&str> = graph.split(':').collect();
     let ["sbm-mixture", n, k, d] = parts[..] else {
@@ -258,5 +288,5 @@ pub fn run_cli(graph: &str, epochs: usize, seed: u64) -> Result<serde_json::Valu
         seed,
         ..LgnnConfig::default()
     };
-    run(&cfg, Exec::default())
+    run(&cfg, Exec::default(), save)
 }
