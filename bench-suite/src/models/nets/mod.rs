@@ -52,14 +52,17 @@ impl Net {
         Self { layers, activation, dropout, drop_input, inputs: Vec::new(), masks: Vec::new(), activated: Vec::new() }
     }
 
-    /// GCN (Kipf & Welling; DGL `examples/pytorch/gcn`): `GraphConv` layers,
-    /// ReLU, dropout before every layer but the first. `g` must carry
-    /// self-loops ([`crate::models::data::with_self_loops`]).
+    /// GCN (Kipf & Welling's reference `gcn/models.py`): `GraphConv`
+    /// layers, ReLU, dropout before every layer, the input features
+    /// included (DGL's example skips the input dropout and decays every
+    /// layer: 81.04% vs 81.46% mean test accuracy over 5 seeds on Cora, both
+    /// measured with DGL, docs/MODELS.md). `g` must carry self-loops
+    /// ([`crate::models::data::with_self_loops`]).
     pub fn gcn(c: &NetConfig, rng: &mut Rng) -> Self {
         let dims = dims(c.in_dim, c.hidden, c.classes, c.layers);
         let layers =
             dims.windows(2).map(|w| Box::new(GraphConv::new(w[0], w[1], rng)) as Box<dyn Conv + Send>).collect();
-        Self::new(layers, Activation::Relu, c.dropout, (0..c.layers).map(|i| i > 0).collect())
+        Self::new(layers, Activation::Relu, c.dropout, vec![true; c.layers])
     }
 
     /// GraphSAGE (DGL `examples/pytorch/graphsage`): `SageConv` layers,
