@@ -287,6 +287,27 @@ typedef int32_t gk_target;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// How `gk_segment_reduce` describes its segments.
+enum gk_segments
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // `num_segments + 1` offsets: segment s holds rows `offsets[s]..offsets[s + 1]`
+  // (starts at 0, never decreases, ends at the row count).
+  GK_SEGMENTS_OFFSETS = 0,
+  // `num_segments` lengths (DGL's `seglen`): consecutive segments of
+  // `lengths[s] >= 0` rows each, summing to the row count.
+  GK_SEGMENTS_LENGTHS = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum gk_segments gk_segments;
+#else
+typedef int32_t gk_segments;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
 // An opaque graph handle. Zero is never a valid handle.
 //
 // Ownership: created by a `gk_graph_from_*` function or `gk_graph_reverse`
@@ -548,6 +569,25 @@ gk_status gk_gsddmm_backward(struct gk_graph graph,
 // Thread safety: may be called from any thread at any time.
 gk_status gk_set_num_threads(int32_t num_threads);
 
+// Pins each worker of gnnkern's pool to one core (`enabled = 1`) or lets
+// the operating system place them (`0`, the default), for every later
+// call. The pool is rebuilt with its current size: worker i runs on the
+// i-th CPU of the process's CPU set (its affinity mask), round robin when
+// there are more workers than CPUs. Calls already running finish on the
+// old pool. Pinning helps only on a machine the process has to itself; see
+// docs/C_ABI.md, "Thread pinning".
+// Errors: INVALID_ARGUMENT (`enabled` not 0 or 1; the operating system
+// reports no CPU set or refuses to pin a worker — the setting and the
+// pool are then unchanged).
+// Thread safety: may be called from any thread at any time.
+gk_status gk_set_thread_pinning(int32_t enabled);
+
+// Whether gnnkern's pool is pinned: writes 1 or 0 to `*out`.
+//
+// # Safety
+// `out` must be NULL or valid for writing one `int32_t`.
+gk_status gk_get_thread_pinning(int32_t *out);
+
 // The number of threads of gnnkern's pool (builds it if needed).
 //
 // # Safety
@@ -582,6 +622,59 @@ gk_isa gk_detected_isa(void);
 
 // gnnkern's version, a static NUL-terminated string (`"0.1.0"`).
 const char *gk_version(void);
+
+// Segment reduction (DGL `segment_reduce`): reduces each run of
+// consecutive rows of `x` (`[N, feat...]`, float32) to one row of `out`
+// (`[num_segments, feat...]`, caller-allocated, overwritten).
+//
+// `segments` is a one-dimensional int32 or int64 tensor: offsets
+// (`GK_SEGMENTS_OFFSETS`: `num_segments + 1` entries, starting at 0,
+// non-decreasing, ending at N) or lengths (`GK_SEGMENTS_LENGTHS`:
+// `num_segments` entries `>= 0` summing to N). Sum and mean accumulate in
+// double precision; max and min propagate NaN and keep the first of equal
+// extremes. An empty segment gives 0 for every reducer. `arg` (nullable;
+// max/min only) has `out`'s shape and the segments' dtype and receives the
+// row of `x` that won each element (-1 for an empty segment).
+//
+// Runs on gnnkern's pool; uses no backend, so `gk_last_backend` and
+// `gk_last_isa` are unchanged.
+//
+// Errors: NULL_POINTER, INVALID_ENUM, DTYPE, DEVICE, LAYOUT, ALIASING (as
+// for `gk_gspmm`); SHAPE (segments not 1-D, lengths not summing to N, `out`
+// or `arg` of the wrong shape); INVALID_GRAPH (malformed offsets);
+// INDEX_OUT_OF_RANGE (a negative length); OPERAND (`arg` for sum/mean).
+// On any error nothing has been written.
+//
+// # Safety
+// Every non-NULL tensor pointer must point to a valid `DLTensor` whose
+// memory is valid for the call's reads (inputs) or writes (outputs) and is
+// not modified by another thread during the call.
+gk_status gk_segment_reduce(gk_reduce reduce,
+                            gk_segments segments_kind,
+                            const DLTensor *segments,
+                            const DLTensor *x,
+                            DLTensor *out,
+                            DLTensor *arg);
+
+// Gradient of `gk_segment_reduce` w.r.t. `x`: `grad_x` (`[N, feat...]`,
+// overwritten) from `grad_out` (`[num_segments, feat...]`). Sum copies each
+// segment's gradient row to its rows, mean also divides by the segment
+// length, max/min route each element to the row in `arg` (required for
+// max/min, NULL for sum/mean: the forward pass's arg output, each id a row
+// of its own segment or -1 for an empty one) and write 0 elsewhere.
+//
+// Errors: as `gk_segment_reduce`, plus INDEX_OUT_OF_RANGE for an arg id
+// outside its segment and OPERAND for a missing max/min arg. On any error
+// nothing has been written.
+//
+// # Safety
+// As for `gk_segment_reduce`.
+gk_status gk_segment_reduce_backward(gk_reduce reduce,
+                                     gk_segments segments_kind,
+                                     const DLTensor *segments,
+                                     const DLTensor *grad_out,
+                                     const DLTensor *arg,
+                                     DLTensor *grad_x);
 
 // The message of the most recent failed `gk_` call on the calling thread
 // (an empty string if none has failed). Never NULL.

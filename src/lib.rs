@@ -23,6 +23,7 @@ mod ops;
 pub mod segment;
 mod spec;
 pub mod tensor;
+pub mod threads;
 
 pub use backend::{BackendChoice, BackendKind};
 pub use error::{Error, Result};

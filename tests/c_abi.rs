@@ -107,6 +107,26 @@ fn c_smoke_program_passes() {
     assert!(stdout.contains("checks passed"), "{stdout}");
 }
 
+/// The first fenced C block after `heading` in `doc` (fence lines excluded).
+fn c_block<'d>(doc: &'d str, heading: &str) -> &'d str {
+    let section = &doc[doc.find(heading).unwrap_or_else(|| panic!("no {heading:?} in the doc"))..];
+    let start = section.find("```c\n").expect("a ```c block after the heading") + "```c\n".len();
+    let len = section[start..].find("```\n").expect("the block's closing fence");
+    &section[start..start + len]
+}
+
+/// The example of docs/C_ABI.md is tests/c/example.c, verbatim, and it
+/// builds against the archive and prints what its comment promises.
+#[test]
+fn c_abi_doc_example_is_the_tested_file_and_runs() {
+    let doc = std::fs::read_to_string(Path::new(ROOT).join("docs/C_ABI.md")).unwrap();
+    let file = std::fs::read_to_string(Path::new(ROOT).join("tests/c/example.c")).unwrap();
+    assert_eq!(c_block(&doc, "\n## Example\n"), file, "docs/C_ABI.md's example differs from tests/c/example.c");
+    let exe = build("cc", "-std=c11", "example.c", "example");
+    let stdout = run(&exe, &[]);
+    assert_eq!(stdout, "out[1] = (6, 8)\n");
+}
+
 /// Row-major `[rows, cols]` dense helpers, looping in the C++ program's order.
 fn matmul(a: &[f32], b: &[f32], n: usize, k: usize, m: usize) -> Vec<f32> {
     let mut c = vec![0.0; n * m];
@@ -257,4 +277,257 @@ fn cpp_gcn_framework_matches_rust_reference() {
     assert_close("dw1", &dw1_c, &dw1);
     assert_close("dw2", &dw2_c, &dw2);
     assert_close("dw_edge", &dwe_c, &dwe);
+}
+
+/// DLPack tensors over Rust memory, for calling the entry points directly.
+mod dl {
+    use dlpark::ffi::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType, DLTensor};
+
+    pub trait Dtype {
+        const DTYPE: DLDataType;
+    }
+    impl Dtype for f32 {
+        const DTYPE: DLDataType = DLDataType { code: DLDataTypeCode::FLOAT, bits: 32, lanes: 1 };
+    }
+    impl Dtype for i32 {
+        const DTYPE: DLDataType = DLDataType { code: DLDataTypeCode::INT, bits: 32, lanes: 1 };
+    }
+    impl Dtype for i64 {
+        const DTYPE: DLDataType = DLDataType { code: DLDataTypeCode::INT, bits: 64, lanes: 1 };
+    }
+
+    /// A compact CPU tensor; `shape` must outlive every use of the result.
+    pub fn tensor<T: Dtype>(data: &mut [T], shape: &mut [i64]) -> DLTensor {
+        DLTensor {
+            data: data.as_mut_ptr().cast(),
+            device: DLDevice { device_type: DLDeviceType::CPU, device_id: 0 },
+            ndim: shape.len() as i32,
+            dtype: T::DTYPE,
+            shape: shape.as_mut_ptr(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        }
+    }
+}
+
+mod segment_abi {
+    use super::common::rng::Rng;
+    use super::dl::tensor;
+    use gnnkern::capi::enums::{RawReduce, RawSegments, gk_reduce, gk_segments};
+    use gnnkern::capi::segment::{gk_segment_reduce, gk_segment_reduce_backward};
+    use gnnkern::capi::status::{gk_last_error_message, gk_status};
+    use gnnkern::op::ReduceKind;
+    use gnnkern::{Index, Tensor, segment};
+
+    const REDUCERS: [(gk_reduce, ReduceKind); 4] = [
+        (gk_reduce::GK_REDUCE_SUM, ReduceKind::Sum),
+        (gk_reduce::GK_REDUCE_MAX, ReduceKind::Max),
+        (gk_reduce::GK_REDUCE_MIN, ReduceKind::Min),
+        (gk_reduce::GK_REDUCE_MEAN, ReduceKind::Mean),
+    ];
+
+    fn message() -> String {
+        // SAFETY: a valid C string owned by this thread.
+        unsafe { std::ffi::CStr::from_ptr(gk_last_error_message()) }.to_string_lossy().into_owned()
+    }
+
+    /// Lengths with empty segments, a long one, and one of a single row.
+    fn lengths<I: Index>() -> Vec<I> {
+        [3usize, 0, 1, 7, 0, 2].iter().map(|&l| I::from_usize(l)).collect()
+    }
+
+    fn check_forward_and_backward<I: Index + super::dl::Dtype>() {
+        let mut rng = Rng::new(7);
+        let lens = lengths::<I>();
+        let offsets = segment::offsets_from_lengths(&lens).unwrap();
+        let (rows, segs, feat) = (offsets.last().unwrap().to_usize(), lens.len(), 5usize);
+        // Small integers: ties between rows exercise the first-wins rule.
+        let x: Vec<f32> = (0..rows * feat).map(|_| rng.below(4) as f32 - 1.5).collect();
+        let grad: Vec<f32> = rng.vec(segs * feat, -1.0, 1.0);
+        for (raw, kind) in REDUCERS {
+            let xt = Tensor::from_vec(x.clone(), vec![rows, feat]).unwrap();
+            let (want, want_arg) = segment::segment_reduce_alloc(kind, &offsets, xt.view()).unwrap();
+            let gt = Tensor::from_vec(grad.clone(), vec![segs, feat]).unwrap();
+            let want_grad =
+                segment::segment_reduce_backward_alloc(kind, &offsets, gt.view(), want_arg.as_deref()).unwrap();
+            for (seg_kind, mut seg) in
+                [(gk_segments::GK_SEGMENTS_OFFSETS, offsets.clone()), (gk_segments::GK_SEGMENTS_LENGTHS, lens.clone())]
+            {
+                let (mut x, mut out, mut arg) =
+                    (x.clone(), vec![f32::NAN; segs * feat], vec![I::from_usize(99); segs * feat]);
+                let (mut seg_shape, mut x_shape, mut out_shape) =
+                    ([seg.len() as i64], [rows as i64, feat as i64], [segs as i64, feat as i64]);
+                let (ts, tx, mut to) =
+                    (tensor(&mut seg, &mut seg_shape), tensor(&mut x, &mut x_shape), tensor(&mut out, &mut out_shape));
+                let mut arg_shape = out_shape;
+                let mut ta = tensor(&mut arg, &mut arg_shape);
+                let ta_ptr = if kind.has_arg() { &mut ta as *mut _ } else { std::ptr::null_mut() };
+                let (rr, rs) = (RawReduce(raw as i32), RawSegments(seg_kind as i32));
+                // SAFETY: every tensor describes live memory of its shape.
+                let s = unsafe { gk_segment_reduce(rr, rs, &ts, &tx, &mut to, ta_ptr) };
+                assert_eq!(s, gk_status::GK_OK, "{kind:?} {seg_kind:?}: {}", message());
+                assert_eq!(out, want.data(), "{kind:?} {seg_kind:?} ({})", I::NAME);
+                if let Some(want_arg) = &want_arg {
+                    assert_eq!(&arg, want_arg, "{kind:?} {seg_kind:?} arg");
+                }
+                let (mut g, mut gx) = (grad.clone(), vec![f32::NAN; rows * feat]);
+                let (mut g_shape, mut gx_shape) = (out_shape, x_shape);
+                let (tg, mut tgx) = (tensor(&mut g, &mut g_shape), tensor(&mut gx, &mut gx_shape));
+                let mut arg_shape = out_shape;
+                let ta = tensor(&mut arg, &mut arg_shape);
+                let ta_ptr = if kind.has_arg() { &ta as *const _ } else { std::ptr::null() };
+                // SAFETY: as above.
+                let s = unsafe { gk_segment_reduce_backward(rr, rs, &ts, &tg, ta_ptr, &mut tgx) };
+                assert_eq!(s, gk_status::GK_OK, "{kind:?} {seg_kind:?} backward: {}", message());
+                assert_eq!(gx, want_grad.data(), "{kind:?} {seg_kind:?} backward ({})", I::NAME);
+            }
+        }
+    }
+
+    #[test]
+    fn segment_reduce_matches_the_rust_api_int32() {
+        check_forward_and_backward::<i32>();
+    }
+
+    #[test]
+    fn segment_reduce_matches_the_rust_api_int64() {
+        check_forward_and_backward::<i64>();
+    }
+
+    /// A forward call on rows 0..6 (2 features) with `out`/`arg` of 2 segments.
+    struct Call {
+        reduce: gk_reduce,
+        kind: i32,
+        segments: Vec<i64>,
+        segments_2d: bool,
+        with_arg: bool,
+        out_aliases_x: bool,
+    }
+
+    const OFFSETS: i32 = gk_segments::GK_SEGMENTS_OFFSETS as i32;
+    const LENGTHS: i32 = gk_segments::GK_SEGMENTS_LENGTHS as i32;
+
+    impl Call {
+        fn max(kind: i32, segments: &[i64]) -> Call {
+            Call {
+                reduce: gk_reduce::GK_REDUCE_MAX,
+                kind,
+                segments: segments.to_vec(),
+                segments_2d: false,
+                with_arg: true,
+                out_aliases_x: false,
+            }
+        }
+
+        /// The status and whether `out`, `arg` and `x` kept their contents.
+        fn run(mut self) -> (gk_status, bool) {
+            let mut x: Vec<f32> = (0..12).map(|v| v as f32).collect();
+            let (mut out, mut arg) = (vec![-7.0f32; 4], vec![-9i64; 4]);
+            let len = self.segments.len() as i64;
+            let mut seg_shape: Vec<i64> = if self.segments_2d { vec![1, len] } else { vec![len] };
+            let (mut x_shape, mut out_shape, mut arg_shape) = ([6i64, 2], [2i64, 2], [2i64, 2]);
+            let ts = tensor(&mut self.segments, &mut seg_shape);
+            let tx = tensor(&mut x, &mut x_shape);
+            let mut to = tensor(&mut out, &mut out_shape);
+            if self.out_aliases_x {
+                to.data = tx.data;
+            }
+            let mut ta = tensor(&mut arg, &mut arg_shape);
+            let ta_ptr = if self.with_arg { &mut ta as *mut _ } else { std::ptr::null_mut() };
+            let (reduce, kind) = (RawReduce(self.reduce as i32), RawSegments(self.kind));
+            // SAFETY: every tensor describes live memory of its shape.
+            let s = unsafe { gk_segment_reduce(reduce, kind, &ts, &tx, &mut to, ta_ptr) };
+            let untouched = out.iter().all(|&v| v == -7.0) && arg.iter().all(|&v| v == -9) && x[1] == 1.0;
+            (s, untouched)
+        }
+    }
+
+    #[test]
+    fn segment_reduce_rejects_bad_calls_without_writing() {
+        use gk_status::*;
+        let valid = [0, 2, 6];
+        let cases = [
+            ("valid call", Call::max(OFFSETS, &valid), GK_OK, ""),
+            (
+                "offsets not ending at the row count",
+                Call::max(OFFSETS, &[0, 2, 5]),
+                GK_ERROR_INVALID_GRAPH,
+                "last segment offset",
+            ),
+            ("decreasing offsets", Call::max(OFFSETS, &[0, 3, 2]), GK_ERROR_INVALID_GRAPH, "non-decreasing"),
+            ("lengths not summing to the rows", Call::max(LENGTHS, &[2, 3]), GK_ERROR_SHAPE, "sum to 5"),
+            ("a negative length", Call::max(LENGTHS, &[8, -2]), GK_ERROR_INDEX_OUT_OF_RANGE, "segment lengths"),
+            (
+                "two-dimensional segments",
+                Call { segments_2d: true, ..Call::max(OFFSETS, &valid) },
+                GK_ERROR_SHAPE,
+                "one-dimensional",
+            ),
+            (
+                "arg for sum",
+                Call { reduce: gk_reduce::GK_REDUCE_SUM, ..Call::max(OFFSETS, &valid) },
+                GK_ERROR_OPERAND,
+                "pass NULL",
+            ),
+            ("invalid segments enum", Call::max(2, &valid), GK_ERROR_INVALID_ENUM, "gk_segments"),
+            (
+                "out aliasing x",
+                Call { out_aliases_x: true, ..Call::max(OFFSETS, &valid) },
+                GK_ERROR_ALIASING,
+                "overlaps x",
+            ),
+        ];
+        for (what, call, want, needle) in cases {
+            let (status, untouched) = call.run();
+            assert_eq!(status, want, "{what}: {}", message());
+            if want != GK_OK {
+                assert!(untouched, "{what}: a failed call wrote its output");
+                assert!(message().contains(needle), "{what}: message {:?} lacks {needle:?}", message());
+            }
+        }
+        let (status, _) = Call { with_arg: false, ..Call::max(OFFSETS, &valid) }.run();
+        assert_eq!(status, GK_OK, "max without arg: {}", message());
+    }
+
+    #[test]
+    fn segment_backward_rejects_bad_args_without_writing() {
+        use gk_status::*;
+        let mut seg = vec![0i32, 2, 2, 5];
+        let mut g = vec![1.0f32; 3 * 2];
+        let mut gx = vec![-7.0f32; 5 * 2];
+        let (mut seg_shape, mut g_shape, mut gx_shape) = ([4i64], [3i64, 2], [5i64, 2]);
+        let ts = tensor(&mut seg, &mut seg_shape);
+        let tg = tensor(&mut g, &mut g_shape);
+        let mut tgx = tensor(&mut gx, &mut gx_shape);
+        let max = RawReduce(gk_reduce::GK_REDUCE_MAX as i32);
+        let offs = RawSegments(gk_segments::GK_SEGMENTS_OFFSETS as i32);
+        // Segment 1 is empty (needs -1); row 2 is not in segment 0 (rows 0..2).
+        let cases: [(&str, Vec<i32>, gk_status, &str); 3] = [
+            ("a row outside its segment", vec![0, 2, -1, -1, 2, 4], GK_ERROR_INDEX_OUT_OF_RANGE, "segment 0"),
+            ("a row for an empty segment", vec![0, 1, 0, -1, 2, 4], GK_ERROR_INDEX_OUT_OF_RANGE, "segment 1"),
+            ("valid arg", vec![0, 1, -1, -1, 2, 4], GK_OK, ""),
+        ];
+        for (what, mut arg, want, needle) in cases {
+            let mut arg_shape = g_shape;
+            let ta = tensor(&mut arg, &mut arg_shape);
+            // SAFETY: every tensor describes live memory of its shape.
+            let s = unsafe { gk_segment_reduce_backward(max, offs, &ts, &tg, &ta, &mut tgx) };
+            assert_eq!(s, want, "{what}: {}", message());
+            if want != GK_OK {
+                assert!(gx.iter().all(|&v| v == -7.0), "{what}: a failed call wrote grad_x");
+                assert!(message().contains(needle), "{what}: message {:?} lacks {needle:?}", message());
+            }
+        }
+        assert_eq!(gx, [1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
+        // max without arg; int64 arg with int32 segments.
+        // SAFETY: as above (NULL arg is allowed by the ABI).
+        let s = unsafe { gk_segment_reduce_backward(max, offs, &ts, &tg, std::ptr::null(), &mut tgx) };
+        assert_eq!((s, message().contains("needs the forward")), (GK_ERROR_OPERAND, true), "{}", message());
+        let mut wide = vec![0i64; 6];
+        let mut arg_shape = g_shape;
+        let ta = tensor(&mut wide, &mut arg_shape);
+        // SAFETY: as above.
+        let s = unsafe { gk_segment_reduce_backward(max, offs, &ts, &tg, &ta, &mut tgx) };
+        assert_eq!(s, GK_ERROR_DTYPE, "{}", message());
+    }
 }

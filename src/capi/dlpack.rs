@@ -19,6 +19,7 @@
 //!   for the dtype.
 
 use super::status::{CResult, Failure, gk_status};
+use crate::tensor::{TensorMut, TensorRef};
 use dlpark::ffi::{DLDataTypeCode, DLDeviceType, DLTensor};
 use std::ops::Range;
 
@@ -217,6 +218,35 @@ pub(crate) unsafe fn check<T: DlElement>(name: &'static str, t: *const DLTensor)
         }
     }
     Ok(Some(Checked { name, shape, ptr, numel }))
+}
+
+/// A checked tensor that must be present.
+///
+/// # Safety
+/// As for [`check`].
+pub(crate) unsafe fn required<T: DlElement>(name: &'static str, t: *const DLTensor) -> CResult<Checked> {
+    // SAFETY: forwarded caller contract.
+    unsafe { check::<T>(name, t) }?.ok_or_else(|| Failure::null(name))
+}
+
+/// Read-only view of a checked float tensor.
+///
+/// # Safety
+/// The tensor memory must be readable and unwritten for `'a`.
+pub(crate) unsafe fn view<'a>(c: &'a Checked) -> TensorRef<'a> {
+    // SAFETY: forwarded caller contract.
+    let data = unsafe { c.slice::<f32>() };
+    TensorRef::new(data, &c.shape).expect("shape and element count were checked together")
+}
+
+/// Writable view of a checked float tensor.
+///
+/// # Safety
+/// The tensor memory must be writable for `'a` and overlap no other view.
+pub(crate) unsafe fn view_mut<'a>(c: &'a Checked) -> TensorMut<'a> {
+    // SAFETY: forwarded caller contract.
+    let data = unsafe { c.slice_mut::<f32>() };
+    TensorMut::new(data, &c.shape).expect("shape and element count were checked together")
 }
 
 /// Checks that every output's bytes overlap no other tensor's.

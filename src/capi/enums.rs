@@ -59,6 +59,19 @@ pub enum gk_target {
     GK_TARGET_DST = 2,
 }
 
+/// How `gk_segment_reduce` describes its segments.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+pub enum gk_segments {
+    /// `num_segments + 1` offsets: segment s holds rows `offsets[s]..offsets[s + 1]`
+    /// (starts at 0, never decreases, ends at the row count).
+    GK_SEGMENTS_OFFSETS = 0,
+    /// `num_segments` lengths (DGL's `seglen`): consecutive segments of
+    /// `lengths[s] >= 0` rows each, summing to the row count.
+    GK_SEGMENTS_LENGTHS = 1,
+}
+
 /// The id type of a graph (and of its arg outputs).
 #[repr(i32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +138,10 @@ raw_enum!(
     RawTarget
 );
 raw_enum!(
+    /// A `gk_segments` as passed by C.
+    RawSegments
+);
+raw_enum!(
     /// A `gk_backend` as passed by C.
     RawBackend
 );
@@ -171,6 +188,16 @@ impl RawTarget {
             1 => Target::Edge,
             2 => Target::Dst,
             v => return Err(invalid(what, v, "a gk_target: 0..=2")),
+        })
+    }
+}
+
+impl RawSegments {
+    pub(crate) fn kind(self) -> CResult<gk_segments> {
+        Ok(match self.0 {
+            0 => gk_segments::GK_SEGMENTS_OFFSETS,
+            1 => gk_segments::GK_SEGMENTS_LENGTHS,
+            v => return Err(invalid("segments", v, "a gk_segments: 0..=1")),
         })
     }
 }

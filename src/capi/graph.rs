@@ -17,6 +17,7 @@ use super::status::{CResult, Failure, boundary, gk_status};
 use crate::graph::Graph;
 use crate::{Error, Index};
 use std::collections::HashMap;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, RwLock};
 
@@ -74,13 +75,18 @@ pub(crate) fn lookup(h: gk_graph) -> CResult<AnyGraph> {
     REGISTRY.read().unwrap_or_else(|p| p.into_inner()).get(&h.id).cloned().ok_or_else(|| invalid_handle(h))
 }
 
-/// Writes a new handle to `out` (checked non-NULL before the graph is built).
+/// The caller's handle slot, checked non-NULL before any work is done.
+fn slot(out: *mut gk_graph) -> CResult<NonNull<gk_graph>> {
+    NonNull::new(out).ok_or_else(|| Failure::null("out (the handle slot)"))
+}
+
+/// Registers `graph` and writes its new handle to `out`.
 ///
 /// # Safety
-/// `out` must be NULL or valid for writing one `gk_graph`.
-unsafe fn publish(out: *mut gk_graph, graph: AnyGraph) {
+/// `out` must be valid for writing one `gk_graph`.
+unsafe fn publish(out: NonNull<gk_graph>, graph: AnyGraph) {
     let handle = insert(graph);
-    // SAFETY: the caller guarantees `out` is writable; callers check NULL first.
+    // SAFETY: non-NULL by type; writable by the caller's contract.
     unsafe { out.write(handle) };
 }
 
@@ -145,14 +151,12 @@ unsafe fn from_coo<I: Wrap>(
     out: *mut gk_graph,
 ) -> gk_status {
     boundary(|| {
-        if out.is_null() {
-            return Err(Failure::null("out (the handle slot)"));
-        }
+        let out = slot(out)?;
         let (ns, nd, ne) = sizes::<I>(num_src, num_dst, num_edges)?;
         // SAFETY: the caller guarantees `num_edges` readable ids in each array.
         let (s, d) = unsafe { (copy_ids("src", src, ne)?, copy_ids("dst", dst, ne)?) };
         let graph = Graph::from_coo(ns, nd, s, d)?;
-        // SAFETY: `out` is non-NULL and writable (caller contract).
+        // SAFETY: `out` is writable (caller contract).
         unsafe { publish(out, I::wrap(graph)) };
         Ok(())
     })
@@ -179,20 +183,16 @@ unsafe fn from_compressed<I: Wrap>(
     out: *mut gk_graph,
 ) -> gk_status {
     boundary(|| {
-        if out.is_null() {
-            return Err(Failure::null("out (the handle slot)"));
-        }
+        let out = slot(out)?;
         let (ns, nd, ne) = sizes::<I>(num_src, num_dst, num_edges)?;
         let rows = match format {
             Compressed::Csr => ns,
             Compressed::Csc => nd,
         };
-        if indptr.is_null() {
-            return Err(Failure::null("indptr"));
-        }
         // SAFETY: the caller guarantees rows + 1 offsets and num_edges ids
         // (and num_edges edge ids when `eids` is not NULL); rows + 1 fits
-        // since rows <= I::MAX.
+        // since rows <= I::MAX, and being at least 1, a NULL `indptr` is
+        // reported by `copy_ids`.
         let (p, i, e) = unsafe {
             (
                 copy_ids("indptr", indptr, rows + 1)?,
@@ -204,7 +204,7 @@ unsafe fn from_compressed<I: Wrap>(
             Compressed::Csr => Graph::from_csr(ns, nd, p, i, e)?,
             Compressed::Csc => Graph::from_csc(ns, nd, p, i, e)?,
         };
-        // SAFETY: `out` is non-NULL and writable (caller contract).
+        // SAFETY: `out` is writable (caller contract).
         unsafe { publish(out, I::wrap(graph)) };
         Ok(())
     })
@@ -362,14 +362,12 @@ pub extern "C" fn gk_graph_destroy(graph: gk_graph) -> gk_status {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gk_graph_reverse(graph: gk_graph, out: *mut gk_graph) -> gk_status {
     boundary(|| {
-        if out.is_null() {
-            return Err(Failure::null("out (the handle slot)"));
-        }
+        let out = slot(out)?;
         let reversed = match lookup(graph)? {
             AnyGraph::I32(g) => AnyGraph::I32(g.reverse()),
             AnyGraph::I64(g) => AnyGraph::I64(g.reverse()),
         };
-        // SAFETY: `out` is non-NULL and writable (caller contract).
+        // SAFETY: `out` is writable (caller contract).
         unsafe { publish(out, reversed) };
         Ok(())
     })

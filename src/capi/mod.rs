@@ -14,11 +14,13 @@
 //!   are caller-allocated;
 //! - op, reducer and operand targets are C enums, converted to gnnkern types
 //!   in exactly one place ([`enums`]);
-//! - every op runs on gnnkern's own rayon pool ([`runtime`]).
+//! - every op runs on gnnkern's own rayon pool ([`runtime`]);
+//! - segment reductions ([`segment`]) follow the same rules.
 
 pub mod dlpack;
 pub mod enums;
 pub mod graph;
 pub mod ops;
 pub mod runtime;
+pub mod segment;
 pub mod status;

@@ -6,49 +6,46 @@
 //! and lets `Exec` validate shapes against the graph and the operator. Only
 //! then does a backend run, on gnnkern's pool (see `runtime`).
 
-use super::dlpack::{Checked, DlElement, check, check_disjoint};
+use super::dlpack::{Checked, DlElement, check, check_disjoint, required, view, view_mut};
 use super::enums::{RawOp, RawReduce, RawTarget};
 use super::graph::{gk_graph, lookup, with_graph};
 use super::runtime::run;
 use super::status::{CResult, Failure, boundary, gk_status};
 use crate::graph::Graph;
-use crate::tensor::{TensorMut, TensorRef};
 use crate::{Index, SddmmBackwardIo, SddmmIo, SddmmSpec, SpmmBackwardIo, SpmmIo, SpmmSpec};
 use dlpark::ffi::DLTensor;
 use gnnkern_simd::op::BinaryOpKind;
 
-/// A checked tensor that must be present.
+/// The byte ranges of the present tensors (for [`check_disjoint`]).
+fn ranges<'c, T>(tensors: &[Option<&'c Checked>]) -> Vec<(&'c Checked, std::ops::Range<usize>)> {
+    tensors.iter().flatten().map(|&c| (c, c.bytes::<T>())).collect()
+}
+
+/// The g-SpMM spec of the C enums (the only place they become types).
+fn spmm_spec(op: RawOp, lhs_target: RawTarget, rhs_target: RawTarget, reduce: RawReduce) -> CResult<SpmmSpec> {
+    let (lt, rt) = (lhs_target.target("lhs_target")?, rhs_target.target("rhs_target")?);
+    Ok(SpmmSpec::new(op.kind()?, lt, rt, reduce.kind()?))
+}
+
+/// The g-SDDMM spec of the C enums.
+fn sddmm_spec(op: RawOp, lhs_target: RawTarget, rhs_target: RawTarget) -> CResult<SddmmSpec> {
+    Ok(SddmmSpec::new(op.kind()?, lhs_target.target("lhs_target")?, rhs_target.target("rhs_target")?))
+}
+
+/// The checked `lhs` / `rhs` operands of `op`: each present exactly when
+/// given; one the operator ignores must be NULL (see [`check_ignored`]).
 ///
 /// # Safety
 /// As for [`check`].
-unsafe fn required<T: DlElement>(name: &'static str, t: *const DLTensor) -> CResult<Checked> {
+unsafe fn operands(op: BinaryOpKind, lhs: *const DLTensor, rhs: *const DLTensor) -> CResult<Operands> {
     // SAFETY: forwarded caller contract.
-    unsafe { check::<T>(name, t) }?.ok_or_else(|| Failure::null(name))
+    let (l, r) = unsafe { (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?) };
+    check_ignored(op, &l, &r)?;
+    Ok((l, r))
 }
 
-/// Read-only view of a checked float tensor.
-///
-/// # Safety
-/// The tensor memory must be readable and unwritten for `'a`.
-unsafe fn view<'a>(c: &'a Checked) -> TensorRef<'a> {
-    // SAFETY: forwarded caller contract.
-    let data = unsafe { c.slice::<f32>() };
-    TensorRef::new(data, &c.shape).expect("shape and element count were checked together")
-}
-
-/// Writable view of a checked float tensor.
-///
-/// # Safety
-/// The tensor memory must be writable for `'a` and overlap no other view.
-unsafe fn view_mut<'a>(c: &'a Checked) -> TensorMut<'a> {
-    // SAFETY: forwarded caller contract.
-    let data = unsafe { c.slice_mut::<f32>() };
-    TensorMut::new(data, &c.shape).expect("shape and element count were checked together")
-}
-
-fn ranges<'c, T>(tensors: &[&'c Option<Checked>]) -> Vec<(&'c Checked, std::ops::Range<usize>)> {
-    tensors.iter().filter_map(|t| t.as_ref()).map(|c| (c, c.bytes::<T>())).collect()
-}
+/// Checked `lhs` and `rhs` operands (NULL ones absent).
+type Operands = (Option<Checked>, Option<Checked>);
 
 /// An operand the operator ignores must be NULL (a non-NULL one is almost
 /// certainly a caller mix-up, e.g. a copy with the operands swapped).
@@ -104,18 +101,16 @@ unsafe fn arg_slices<'a, I: Index + DlElement>(
 unsafe fn gspmm_typed<I: Index + DlElement>(
     graph: &Graph<I>,
     spec: SpmmSpec,
-    lhs: &Option<Checked>,
-    rhs: &Option<Checked>,
-    out: &Option<Checked>,
+    (lhs, rhs): &Operands,
+    out: &Checked,
     arg_u: *const DLTensor,
     arg_e: *const DLTensor,
 ) -> CResult {
-    let out_c = out.as_ref().expect("checked by the caller");
-    let inputs = ranges::<f32>(&[lhs, rhs]);
-    let outputs = ranges::<f32>(&[out]);
+    let inputs = ranges::<f32>(&[lhs.as_ref(), rhs.as_ref()]);
+    let outputs = ranges::<f32>(&[Some(out)]);
     check_disjoint(&outputs, &inputs)?;
     // SAFETY: forwarded caller contract; disjointness checked inside.
-    let (arg_u, arg_e) = unsafe { arg_slices::<I>(arg_u, arg_e, &out_c.shape, &inputs, &outputs)? };
+    let (arg_u, arg_e) = unsafe { arg_slices::<I>(arg_u, arg_e, &out.shape, &inputs, &outputs)? };
     if (arg_u.is_some() || arg_e.is_some()) && !spec.reduce.has_arg() {
         return Err(Failure::new(
             gk_status::GK_ERROR_OPERAND,
@@ -123,7 +118,7 @@ unsafe fn gspmm_typed<I: Index + DlElement>(
         ));
     }
     // SAFETY: inputs are only read; the output is disjoint from them.
-    let (l, r, o) = unsafe { (lhs.as_ref().map(|c| view(c)), rhs.as_ref().map(|c| view(c)), view_mut(out_c)) };
+    let (l, r, o) = unsafe { (lhs.as_ref().map(|c| view(c)), rhs.as_ref().map(|c| view(c)), view_mut(out)) };
     run(|exec| exec.gspmm(graph, spec, SpmmIo { lhs: l, rhs: r, out: o, arg_u, arg_e }).map(Some))
 }
 
@@ -164,18 +159,12 @@ pub unsafe extern "C" fn gk_gspmm(
 ) -> gk_status {
     boundary(|| {
         let g = lookup(graph)?;
-        let spec = SpmmSpec::new(
-            op.kind()?,
-            lhs_target.target("lhs_target")?,
-            rhs_target.target("rhs_target")?,
-            reduce.kind()?,
-        );
+        let spec = spmm_spec(op, lhs_target, rhs_target, reduce)?;
         // SAFETY: the caller's contract on every tensor pointer.
         unsafe {
-            let (l, r) = (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?);
-            check_ignored(spec.op, &l, &r)?;
-            let o = Some(required::<f32>("out", out)?);
-            with_graph!(&g, g => gspmm_typed(g, spec, &l, &r, &o, arg_u, arg_e))
+            let operands = operands(spec.op, lhs, rhs)?;
+            let o = required::<f32>("out", out)?;
+            with_graph!(&g, g => gspmm_typed(g, spec, &operands, &o, arg_u, arg_e))
         }
     })
 }
@@ -198,16 +187,12 @@ pub unsafe extern "C" fn gk_gsddmm(
 ) -> gk_status {
     boundary(|| {
         let g = lookup(graph)?;
-        let spec = SddmmSpec::new(op.kind()?, lhs_target.target("lhs_target")?, rhs_target.target("rhs_target")?);
+        let spec = sddmm_spec(op, lhs_target, rhs_target)?;
         // SAFETY: the caller's contract on every tensor pointer.
-        let (l, r, o) =
-            unsafe { (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?, Some(required::<f32>("out", out)?)) };
-        check_ignored(spec.op, &l, &r)?;
-        check_disjoint(&ranges::<f32>(&[&o]), &ranges::<f32>(&[&l, &r]))?;
+        let ((l, r), o) = unsafe { (operands(spec.op, lhs, rhs)?, required::<f32>("out", out)?) };
+        check_disjoint(&ranges::<f32>(&[Some(&o)]), &ranges::<f32>(&[l.as_ref(), r.as_ref()]))?;
         // SAFETY: inputs are only read; the output is disjoint from them.
-        let (lv, rv, ov) = unsafe {
-            (l.as_ref().map(|c| view(c)), r.as_ref().map(|c| view(c)), view_mut(o.as_ref().expect("required")))
-        };
+        let (lv, rv, ov) = unsafe { (l.as_ref().map(|c| view(c)), r.as_ref().map(|c| view(c)), view_mut(&o)) };
         with_graph!(&g, g => run(|exec| exec.gsddmm(g, spec, SddmmIo { lhs: lv, rhs: rv, out: ov }).map(Some)))
     })
 }
@@ -224,11 +209,10 @@ pub unsafe extern "C" fn gk_edge_softmax(graph: gk_graph, logits: *const DLTenso
     boundary(|| {
         let g = lookup(graph)?;
         // SAFETY: the caller's contract on every tensor pointer.
-        let (x, o) = unsafe { (Some(required::<f32>("logits", logits)?), Some(required::<f32>("out", out)?)) };
-        check_disjoint(&ranges::<f32>(&[&o]), &ranges::<f32>(&[&x]))?;
-        let (x, o) = (x.as_ref().expect("required"), o.as_ref().expect("required"));
+        let (x, o) = unsafe { (required::<f32>("logits", logits)?, required::<f32>("out", out)?) };
+        check_disjoint(&ranges::<f32>(&[Some(&o)]), &ranges::<f32>(&[Some(&x)]))?;
         // SAFETY: input only read; output disjoint from it.
-        let (xv, ov) = unsafe { (view(x), view_mut(o)) };
+        let (xv, ov) = unsafe { (view(&x), view_mut(&o)) };
         with_graph!(&g, g => run(|exec| exec.edge_softmax(g, xv, ov).map(Some)))
     })
 }
@@ -252,16 +236,14 @@ pub unsafe extern "C" fn gk_edge_softmax_backward(
         // SAFETY: the caller's contract on every tensor pointer.
         let (y, gy, gx) = unsafe {
             (
-                Some(required::<f32>("out", out)?),
-                Some(required::<f32>("grad_out", grad_out)?),
-                Some(required::<f32>("grad_logits", grad_logits)?),
+                required::<f32>("out", out)?,
+                required::<f32>("grad_out", grad_out)?,
+                required::<f32>("grad_logits", grad_logits)?,
             )
         };
-        check_disjoint(&ranges::<f32>(&[&gx]), &ranges::<f32>(&[&y, &gy]))?;
-        let (y, gy, gx) =
-            (y.as_ref().expect("required"), gy.as_ref().expect("required"), gx.as_ref().expect("required"));
+        check_disjoint(&ranges::<f32>(&[Some(&gx)]), &ranges::<f32>(&[Some(&y), Some(&gy)]))?;
         // SAFETY: inputs only read; the output is disjoint from them.
-        let (yv, gyv, gxv) = unsafe { (view(y), view(gy), view_mut(gx)) };
+        let (yv, gyv, gxv) = unsafe { (view(&y), view(&gy), view_mut(&gx)) };
         with_graph!(&g, g => run(|exec| exec.edge_softmax_backward(g, yv, gyv, gxv).map(Some)))
     })
 }
@@ -275,10 +257,10 @@ struct Grads {
 
 /// # Safety
 /// As for the backward entry points.
-unsafe fn grads(grad_lhs: *mut DLTensor, grad_rhs: *mut DLTensor, inputs: &[&Option<Checked>]) -> CResult<Grads> {
+unsafe fn grads(grad_lhs: *mut DLTensor, grad_rhs: *mut DLTensor, inputs: &[Option<&Checked>]) -> CResult<Grads> {
     // SAFETY: forwarded caller contract.
     let (gl, gr) = unsafe { (check::<f32>("grad_lhs", grad_lhs)?, check::<f32>("grad_rhs", grad_rhs)?) };
-    check_disjoint(&ranges::<f32>(&[&gl, &gr]), &ranges::<f32>(inputs))?;
+    check_disjoint(&ranges::<f32>(&[gl.as_ref(), gr.as_ref()]), &ranges::<f32>(inputs))?;
     Ok(Grads { lhs: gl, rhs: gr })
 }
 
@@ -287,8 +269,7 @@ unsafe fn grads(grad_lhs: *mut DLTensor, grad_rhs: *mut DLTensor, inputs: &[&Opt
 unsafe fn gspmm_backward_typed<I: Index + DlElement>(
     graph: &Graph<I>,
     spec: SpmmSpec,
-    lhs: &Option<Checked>,
-    rhs: &Option<Checked>,
+    (lhs, rhs): &Operands,
     grad_out: &Checked,
     arg_e: &Option<Checked>,
     grads: &Grads,
@@ -343,17 +324,11 @@ pub unsafe extern "C" fn gk_gspmm_backward(
 ) -> gk_status {
     boundary(|| {
         let g = lookup(graph)?;
-        let spec = SpmmSpec::new(
-            op.kind()?,
-            lhs_target.target("lhs_target")?,
-            rhs_target.target("rhs_target")?,
-            reduce.kind()?,
-        );
+        let spec = spmm_spec(op, lhs_target, rhs_target, reduce)?;
         // SAFETY: the caller's contract on every tensor pointer.
         unsafe {
-            let (l, r) = (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?);
-            check_ignored(spec.op, &l, &r)?;
-            let go = Some(required::<f32>("grad_out", grad_out)?);
+            let operands = operands(spec.op, lhs, rhs)?;
+            let go = required::<f32>("grad_out", grad_out)?;
             with_graph!(&g, g => {
                 let arg = check_arg_input(g, arg_e)?;
                 if arg.is_some() != spec.reduce.has_arg() {
@@ -362,9 +337,9 @@ pub unsafe extern "C" fn gk_gspmm_backward(
                         format!("arg_e is required for max/min and must be NULL for {}", spec.reduce.name()),
                     ));
                 }
-                let grads = grads(grad_lhs, grad_rhs, &[&l, &r, &go])?;
-                check_disjoint(&ranges::<f32>(&[&grads.lhs, &grads.rhs]), &arg_range(g, &arg))?;
-                gspmm_backward_typed(g, spec, &l, &r, go.as_ref().expect("required"), &arg, &grads)
+                let grads = grads(grad_lhs, grad_rhs, &[operands.0.as_ref(), operands.1.as_ref(), Some(&go)])?;
+                check_disjoint(&ranges::<f32>(&[grads.lhs.as_ref(), grads.rhs.as_ref()]), &arg_range(g, &arg))?;
+                gspmm_backward_typed(g, spec, &operands, &go, &arg, &grads)
             })
         }
     })
@@ -403,20 +378,17 @@ pub unsafe extern "C" fn gk_gsddmm_backward(
 ) -> gk_status {
     boundary(|| {
         let g = lookup(graph)?;
-        let spec = SddmmSpec::new(op.kind()?, lhs_target.target("lhs_target")?, rhs_target.target("rhs_target")?);
+        let spec = sddmm_spec(op, lhs_target, rhs_target)?;
         // SAFETY: the caller's contract on every tensor pointer.
-        let (l, r, go) = unsafe {
-            (check::<f32>("lhs", lhs)?, check::<f32>("rhs", rhs)?, Some(required::<f32>("grad_out", grad_out)?))
-        };
-        check_ignored(spec.op, &l, &r)?;
+        let ((l, r), go) = unsafe { (operands(spec.op, lhs, rhs)?, required::<f32>("grad_out", grad_out)?) };
         // SAFETY: as above.
-        let gr = unsafe { grads(grad_lhs, grad_rhs, &[&l, &r, &go])? };
+        let gr = unsafe { grads(grad_lhs, grad_rhs, &[l.as_ref(), r.as_ref(), Some(&go)])? };
         // SAFETY: inputs only read; gradients disjoint from them and each other.
         let io = unsafe {
             SddmmBackwardIo {
                 lhs: l.as_ref().map(|c| view(c)),
                 rhs: r.as_ref().map(|c| view(c)),
-                grad_out: view(go.as_ref().expect("required")),
+                grad_out: view(&go),
                 grad_lhs: gr.lhs.as_ref().map(|c| view_mut(c)),
                 grad_rhs: gr.rhs.as_ref().map(|c| view_mut(c)),
             }

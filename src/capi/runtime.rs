@@ -8,6 +8,7 @@
 
 use super::enums::{RawBackend, RawIsa, gk_backend, gk_isa};
 use super::status::{CResult, Failure, boundary, gk_status};
+use crate::threads::Pinning;
 use crate::{BackendChoice, BackendKind, Exec};
 use gnnkern_simd::isa::{IsaLevel, active_level, with_level};
 use std::cell::Cell;
@@ -15,29 +16,61 @@ use std::ffi::c_char;
 use std::sync::{Arc, Mutex, PoisonError};
 
 struct Settings {
-    /// `None`: not built yet (built with the default size on first use).
+    /// `None`: not built yet (built from `threads` and `pinning` on first use).
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// The requested pool size (0: one thread per CPU).
+    threads: usize,
+    /// Whether the pool's workers are pinned to cores (`gk_set_thread_pinning`).
+    pinning: Pinning,
     /// `None`: `GNNKERN_BACKEND`, else auto.
     backend: Option<BackendChoice>,
     /// `None`: `GNNKERN_ISA`, else the best level of this CPU.
     isa: Option<IsaLevel>,
 }
 
-static SETTINGS: Mutex<Settings> = Mutex::new(Settings { pool: None, backend: None, isa: None });
+static SETTINGS: Mutex<Settings> =
+    Mutex::new(Settings { pool: None, threads: 0, pinning: Pinning::Off, backend: None, isa: None });
 
 fn settings() -> std::sync::MutexGuard<'static, Settings> {
     SETTINGS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn build_pool(threads: usize) -> CResult<Arc<rayon::ThreadPool>> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("gnnkern-{i}"))
-        .build()
+fn build_pool(threads: usize, pinning: Pinning) -> CResult<Arc<rayon::ThreadPool>> {
+    crate::threads::build_pool(threads, pinning, "gnnkern")
         .map(Arc::new)
-        .map_err(|e| {
-            Failure::new(gk_status::GK_ERROR_INVALID_ARGUMENT, format!("cannot build a pool of {threads} threads: {e}"))
-        })
+        .map_err(|e| Failure::new(gk_status::GK_ERROR_INVALID_ARGUMENT, e.to_string()))
+}
+
+/// The library's pool, built with the default size on first use.
+fn pool(s: &mut Settings) -> CResult<Arc<rayon::ThreadPool>> {
+    if s.pool.is_none() {
+        s.pool = Some(build_pool(s.threads, s.pinning)?);
+    }
+    Ok(Arc::clone(s.pool.as_ref().expect("built above")))
+}
+
+/// Runs a backend-independent computation (segment reductions) on the
+/// library's pool. It uses no backend and no ISA-specific kernel, so it
+/// leaves the `gk_last_backend` / `gk_last_isa` report unchanged.
+pub(crate) fn run_dense(f: impl FnOnce() -> crate::Result<()> + Send) -> CResult {
+    let pool = pool(&mut settings())?;
+    pool.install(f).map_err(Failure::from)
+}
+
+/// A query entry point: checks `out`, computes the value, writes it.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one `int32_t`.
+unsafe fn query(out: *mut i32, value: impl FnOnce() -> CResult<i32>) -> gk_status {
+    boundary(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let v = value()?;
+        // SAFETY: non-NULL and writable (caller contract).
+        unsafe { out.write(v) };
+        Ok(())
+    })
 }
 
 thread_local! {
@@ -52,10 +85,7 @@ thread_local! {
 pub(crate) fn run(op: impl FnOnce(Exec) -> crate::Result<Option<BackendKind>> + Send) -> CResult {
     let (pool, backend, isa) = {
         let mut s = settings();
-        if s.pool.is_none() {
-            s.pool = Some(build_pool(0)?);
-        }
-        (Arc::clone(s.pool.as_ref().expect("built above")), s.backend, s.isa)
+        (pool(&mut s)?, s.backend, s.isa)
     };
     let exec = match backend {
         Some(choice) => Exec::new(choice),
@@ -84,10 +114,52 @@ pub extern "C" fn gk_set_num_threads(num_threads: i32) -> gk_status {
         let n = usize::try_from(num_threads).map_err(|_| {
             Failure::new(gk_status::GK_ERROR_INVALID_ARGUMENT, format!("num_threads = {num_threads} is negative"))
         })?;
-        let pool = build_pool(n)?;
-        settings().pool = Some(pool);
+        let mut s = settings();
+        s.pool = Some(build_pool(n, s.pinning)?);
+        s.threads = n;
         Ok(())
     })
+}
+
+/// Pins each worker of gnnkern's pool to one core (`enabled = 1`) or lets
+/// the operating system place them (`0`, the default), for every later
+/// call. The pool is rebuilt with its current size: worker i runs on the
+/// i-th CPU of the process's CPU set (its affinity mask), round robin when
+/// there are more workers than CPUs. Calls already running finish on the
+/// old pool. Pinning helps only on a machine the process has to itself; see
+/// docs/C_ABI.md, "Thread pinning".
+/// Errors: INVALID_ARGUMENT (`enabled` not 0 or 1; the operating system
+/// reports no CPU set or refuses to pin a worker — the setting and the
+/// pool are then unchanged).
+/// Thread safety: may be called from any thread at any time.
+#[unsafe(no_mangle)]
+pub extern "C" fn gk_set_thread_pinning(enabled: i32) -> gk_status {
+    boundary(|| {
+        let pinning = match enabled {
+            0 => Pinning::Off,
+            1 => Pinning::PerCore,
+            v => {
+                return Err(Failure::new(
+                    gk_status::GK_ERROR_INVALID_ARGUMENT,
+                    format!("enabled = {v} is not 0 (off) or 1 (pin each worker to one core)"),
+                ));
+            }
+        };
+        let mut s = settings();
+        s.pool = Some(build_pool(s.threads, pinning)?);
+        s.pinning = pinning;
+        Ok(())
+    })
+}
+
+/// Whether gnnkern's pool is pinned: writes 1 or 0 to `*out`.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one `int32_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gk_get_thread_pinning(out: *mut i32) -> gk_status {
+    // SAFETY: forwarded caller contract.
+    unsafe { query(out, || Ok(i32::from(settings().pinning == Pinning::PerCore))) }
 }
 
 /// The number of threads of gnnkern's pool (builds it if needed).
@@ -96,19 +168,8 @@ pub extern "C" fn gk_set_num_threads(num_threads: i32) -> gk_status {
 /// `out` must be NULL or valid for writing one `int32_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gk_get_num_threads(out: *mut i32) -> gk_status {
-    boundary(|| {
-        if out.is_null() {
-            return Err(Failure::null("out"));
-        }
-        let mut s = settings();
-        if s.pool.is_none() {
-            s.pool = Some(build_pool(0)?);
-        }
-        let n = s.pool.as_ref().map_or(0, |p| p.current_num_threads());
-        // SAFETY: non-NULL and writable (caller contract).
-        unsafe { out.write(i32::try_from(n).unwrap_or(i32::MAX)) };
-        Ok(())
-    })
+    // SAFETY: forwarded caller contract.
+    unsafe { query(out, || Ok(i32::try_from(pool(&mut settings())?.current_num_threads()).unwrap_or(i32::MAX))) }
 }
 
 /// Selects the backend of every later call, process-wide:

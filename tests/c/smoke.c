@@ -63,6 +63,14 @@ int main(void) {
   int32_t threads = 0;
   CHECK(gk_get_num_threads(&threads) == GK_OK && threads == 2, "threads = %d", threads);
   CHECK(gk_last_backend() == GK_BACKEND_NONE, "no op has run yet");
+  int32_t pinned = -1;
+  CHECK(gk_get_thread_pinning(&pinned) == GK_OK && pinned == 0, "pinning is off by default (%d)", pinned);
+  EXPECT_ERROR(gk_set_thread_pinning(2), GK_ERROR_INVALID_ARGUMENT, "not 0 (off) or 1");
+  EXPECT_ERROR(gk_get_thread_pinning(NULL), GK_ERROR_NULL_POINTER, "out is NULL");
+  /* The ops below run on pinned workers; the pool keeps its 2 threads. */
+  CHECK(gk_set_thread_pinning(1) == GK_OK, "pin the workers");
+  CHECK(gk_get_thread_pinning(&pinned) == GK_OK && pinned == 1, "pinning is on (%d)", pinned);
+  CHECK(gk_get_num_threads(&threads) == GK_OK && threads == 2, "threads after pinning = %d", threads);
 
   gk_graph g;
   CHECK(gk_graph_from_coo_i32(N, N, E, SRC, DST, &g) == GK_OK, "from_coo");
