@@ -32,6 +32,8 @@ struct Input {
     b: Vec<i64>,
     c: Vec<i64>,
     eids: bool,
+    /// Pass a NULL handle slot (must fail, never write or crash).
+    null_out: bool,
 }
 
 fn clamp_count(raw: i64, small: bool) -> i64 {
@@ -93,15 +95,17 @@ fuzz_target!(|input: Input| {
     let a = buffer(&input.a, num_edges.max(rows + 1), 0);
     let b = buffer(&input.b, num_edges, 0);
     let c = buffer(&input.c, num_edges, 0);
-    let mut h = gk_graph { id: 77 };
+    let mut slot = gk_graph { id: 77 };
+    let live_before = gk_graph_live_count();
+    let h: *mut gk_graph = if input.null_out { std::ptr::null_mut() } else { &mut slot };
     let status = if input.wide {
         let eids = if input.eids { c.as_ptr() } else { std::ptr::null() };
         // SAFETY: every array holds at least the entries the counts promise.
         unsafe {
             match input.format {
-                Format::Coo => gk_graph_from_coo_i64(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), &mut h),
-                Format::Csr => gk_graph_from_csr_i64(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, &mut h),
-                Format::Csc => gk_graph_from_csc_i64(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, &mut h),
+                Format::Coo => gk_graph_from_coo_i64(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), h),
+                Format::Csr => gk_graph_from_csr_i64(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, h),
+                Format::Csc => gk_graph_from_csc_i64(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, h),
             }
         }
     } else {
@@ -111,27 +115,45 @@ fuzz_target!(|input: Input| {
         // SAFETY: as above.
         unsafe {
             match input.format {
-                Format::Coo => gk_graph_from_coo_i32(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), &mut h),
-                Format::Csr => gk_graph_from_csr_i32(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, &mut h),
-                Format::Csc => gk_graph_from_csc_i32(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, &mut h),
+                Format::Coo => gk_graph_from_coo_i32(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), h),
+                Format::Csr => gk_graph_from_csr_i32(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, h),
+                Format::Csc => gk_graph_from_csc_i32(num_src, num_dst, num_edges, a.as_ptr(), b.as_ptr(), eids, h),
             }
         }
     };
     assert_ne!(status, gk_status::GK_ERROR_PANIC);
+    if input.null_out {
+        assert_eq!(status, gk_status::GK_ERROR_NULL_POINTER, "a NULL handle slot was accepted");
+    }
     if status != gk_status::GK_OK {
-        assert_eq!(h.id, 77, "failed constructor wrote the handle");
+        assert_eq!(slot.id, 77, "failed constructor wrote the handle");
+        assert_eq!(gk_graph_live_count(), live_before, "failed constructor registered a graph");
         return;
     }
+    let h = slot;
     let mut info = std::mem::MaybeUninit::<gk_graph_info>::uninit();
     // SAFETY: `info` is writable.
     assert_eq!(unsafe { gk_graph_get_info(h, info.as_mut_ptr()) }, gk_status::GK_OK);
     // SAFETY: written on success.
     let info = unsafe { info.assume_init() };
     assert_eq!((info.num_src, info.num_dst, info.num_edges), (num_src, num_dst, num_edges));
+    // SAFETY: NULL output slots are allowed (and must be rejected).
+    unsafe {
+        assert_eq!(gk_graph_get_info(h, std::ptr::null_mut()), gk_status::GK_ERROR_NULL_POINTER);
+        assert_eq!(gk_graph_reverse(h, std::ptr::null_mut()), gk_status::GK_ERROR_NULL_POINTER);
+    }
     let mut r = gk_graph { id: 0 };
     // SAFETY: `r` is writable.
     assert_eq!(unsafe { gk_graph_reverse(h, &mut r) }, gk_status::GK_OK);
     assert_eq!(gk_graph_destroy(h), gk_status::GK_OK);
     assert_eq!(gk_graph_destroy(h), gk_status::GK_ERROR_INVALID_HANDLE);
+    let mut info = std::mem::MaybeUninit::<gk_graph_info>::uninit();
+    // SAFETY: `info` is writable; the reverse handle outlives its source.
+    let s = unsafe { gk_graph_get_info(r, info.as_mut_ptr()) };
+    assert_eq!(s, gk_status::GK_OK);
+    // SAFETY: written on success.
+    let rinfo = unsafe { info.assume_init() };
+    assert_eq!((rinfo.num_src, rinfo.num_dst, rinfo.num_edges), (num_dst, num_src, num_edges));
     assert_eq!(gk_graph_destroy(r), gk_status::GK_OK);
+    assert_eq!(gk_graph_live_count(), live_before, "handles leaked");
 });
