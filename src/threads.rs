@@ -15,8 +15,8 @@
 //! local. It costs flexibility: a pinned worker whose core is busy with
 //! another process waits for that core instead of moving to an idle one, so
 //! on a shared or oversubscribed machine (a VM with few vCPUs, a CI runner)
-//! pinning can be slower. Measure before turning it on (docs/C_ABI.md,
-//! "Thread pinning", has the numbers of this repository's machine).
+//! pinning can be slower. Measure before turning it on (`gnnkern-bench op
+//! --pin`; docs/C_ABI.md, "Thread pinning").
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::Arc;

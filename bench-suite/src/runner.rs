@@ -1,6 +1,7 @@
 //! Times one op: seeded (or given) inputs, a rayon pool of the requested
-//! size, warm-up runs, then `reps` timed runs of the op writing into one
-//! preallocated output; reports the median/min/max and the derived rates.
+//! size (optionally pinned), warm-up runs, then `reps` timed runs of the op
+//! writing into one preallocated output; reports the median/min/max and the
+//! derived rates.
 
 use crate::error::{BenchError, Result};
 use crate::graphs::{BenchGraph, KernelGraph};
@@ -10,6 +11,7 @@ use crate::opspec::{BenchOp, GRAD_SEED, LHS_SEED, OpFamily, OpShapes, Operand, R
 use crate::runfile::{MachineBrief, OpResult};
 use crate::triad::MachineFile;
 use crate::{rng, rss};
+use gnnkern::threads::Pinning;
 use gnnkern::{
     BackendChoice, BackendKind, Exec, Graph, Index, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmIo, TensorMut,
     TensorRef,
@@ -24,6 +26,8 @@ pub struct OpRequest {
     pub dim: usize,
     pub heads: Option<usize>,
     pub threads: usize,
+    /// Pin each worker of the pool to one core (`gnnkern::threads`).
+    pub pin: bool,
     /// `auto` or a backend name.
     pub backend: String,
     pub warmup: usize,
@@ -57,7 +61,7 @@ pub fn run_op(
     let cost = model::cost(&req.op, dims, &shapes, graph.kernel.index_bytes());
     let choice = BackendChoice::from_name(&req.backend)
         .map_err(|e| BenchError::Op { context: "--backend".to_string(), source: e })?;
-    let pool = crate::triad::pool(req.threads)?;
+    let pool = pool(req.threads, req.pin)?;
     let lhs = operand_input("--lhs", shapes.lhs.as_ref(), req.lhs.as_deref(), LHS_SEED)?;
     let rhs = operand_input("--rhs", shapes.rhs.as_ref(), req.rhs.as_deref(), RHS_SEED)?;
     let grad_out = operand_input("output gradient", shapes.grad_out.as_ref(), None, GRAD_SEED)?;
@@ -88,6 +92,18 @@ pub fn run_op(
         checksum_abs,
     });
     Ok(OpOutcome { result, output: req.keep_output.then_some(out) })
+}
+
+/// The pool an op is timed in: `threads` workers, pinned one per core with `pin`.
+fn pool(threads: usize, pin: bool) -> Result<rayon::ThreadPool> {
+    if !pin {
+        return crate::triad::pool(threads);
+    }
+    if threads == 0 {
+        return Err(BenchError::input("--threads", "must be at least 1"));
+    }
+    gnnkern::threads::build_pool(threads, Pinning::PerCore, "bench")
+        .map_err(|e| BenchError::input("--pin", e.to_string()))
 }
 
 struct Inputs<'a> {

@@ -1,5 +1,5 @@
 //! `gnnkern-bench op --graph DIR_OR_SPEC --op NAME --dim D [--heads H]
-//! [--threads T] [--backend B] [--reps R] [--lhs FILE] [--rhs FILE]
+//! [--threads T] [--pin] [--backend B] [--reps R] [--lhs FILE] [--rhs FILE]
 //! [--save-output FILE] --json`.
 
 use crate::error::Result;
@@ -28,6 +28,9 @@ pub struct Args {
     /// Threads of the rayon pool the op runs in (default: all logical CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Pin worker i of the pool to the i-th CPU of this process (round robin; off by default).
+    #[arg(long)]
+    pub pin: bool,
     /// `auto` or a backend name (`reference`, `simd`, `mkl`, `gpu`).
     #[arg(long, default_value = "auto")]
     pub backend: String,
@@ -63,6 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         dim: args.dim,
         heads: args.heads,
         threads: args.threads.unwrap_or(machine.cores),
+        pin: args.pin,
         backend: args.backend,
         warmup: args.warmup,
         reps: args.reps,
@@ -76,10 +80,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let r = &outcome.result;
     if args.json {
-        println!("{}", serde_json::to_string(r).expect("results always serialize"));
+        // The result schema plus `pinned` (the run file's case records carry
+        // the command line instead, see `suite --pin`).
+        let mut json = serde_json::to_value(r).expect("results always serialize");
+        json["pinned"] = args.pin.into();
+        println!("{json}");
     } else {
         println!(
-            "{} on {} (N={}, E={}, d={}{}) [{} / {}, {} threads]: median {} ms (min {}, max {}), {:.2} GFLOP/s, {:.2} GB/s{}, checksum {:.6e}",
+            "{} on {} (N={}, E={}, d={}{}) [{} / {}, {} threads{}]: median {} ms (min {}, max {}), {:.2} GFLOP/s, {:.2} GB/s{}, checksum {:.6e}",
             r.op,
             r.graph,
             r.nodes,
@@ -89,6 +97,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             r.backend,
             r.isa,
             r.threads,
+            if args.pin { ", pinned" } else { "" },
             ms(r.median_ms),
             ms(r.min_ms),
             ms(r.max_ms),

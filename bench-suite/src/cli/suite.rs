@@ -1,8 +1,9 @@
-//! `gnnkern-bench suite [--quick | --full] [--out FILE] [--peers]`.
+//! `gnnkern-bench suite [--quick | --full] [--out FILE] [--peers] [--pin]`.
 
 use crate::error::Result;
-use crate::suite::run::{SuiteOptions, default_suites_file, run_suite};
+use crate::suite::run::{SuiteOptions, default_suites_file, run_suite_with};
 use crate::suite::summary::summary_table;
+use gnnkern::threads::Pinning;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,6 +33,10 @@ pub struct Args {
     /// The suites file (default: bench-suite/suites.toml).
     #[arg(long)]
     pub suites: Option<PathBuf>,
+    /// Pin worker i of every case's pool to the i-th CPU of this process (round robin; off by
+    /// default). Recorded in the run file's `command`.
+    #[arg(long)]
+    pub pin: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -49,7 +54,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         filter: args.filter,
         command: crate::cli::command_line(),
     };
-    let (run, path) = run_suite(&opts)?;
+    let pinning = if args.pin { Pinning::PerCore } else { Pinning::Off };
+    let (run, path) = run_suite_with(&opts, pinning)?;
     print!("{}", summary_table(&run));
     println!("\nwrote {}", path.display());
     Ok(ExitCode::SUCCESS)

@@ -12,6 +12,7 @@ use crate::runfile::{RunFile, SCHEMA_VERSION, Skipped, read_json, write_json_ato
 use crate::runner::{OpRequest, run_op};
 use crate::triad::{self, MachineFile};
 use crate::{model, peers};
+use gnnkern::threads::Pinning;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 
@@ -45,8 +46,14 @@ pub fn graph_cache() -> PathBuf {
         .map_or_else(|| repo_root().join("target").join("bench-graphs"), PathBuf::from)
 }
 
-/// Runs the suite; returns the run and the path it was written to.
+/// Runs the suite with unpinned pools; returns the run and the path it was
+/// written to.
 pub fn run_suite(opts: &SuiteOptions) -> Result<(RunFile, PathBuf)> {
+    run_suite_with(opts, Pinning::Off)
+}
+
+/// [`run_suite`] with every case's pool pinned as `pinning` says.
+pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile, PathBuf)> {
     let repo = repo_root();
     let suites = super::def::load(&opts.suites_file)?;
     let def = suites.get(&opts.suite).ok_or_else(|| {
@@ -165,7 +172,7 @@ pub fn run_suite(opts: &SuiteOptions) -> Result<(RunFile, PathBuf)> {
         };
         for c in pending_ours {
             bar.set_message(c.key());
-            match run_case(&graph, c, &machine, &triad) {
+            match run_case(&graph, c, &machine, &triad, pinning) {
                 Ok(mut r) => {
                     r.graph = c.graph.clone();
                     run.results.push(r);
@@ -261,6 +268,7 @@ fn run_case(
     c: &Case,
     machine: &Machine,
     triad: &MachineFile,
+    pinning: Pinning,
 ) -> std::result::Result<crate::runfile::OpResult, String> {
     let op = BenchOp::parse(&c.op).map_err(|e| e.to_string())?;
     let s = shapes(&op, graph.dims(), c.dim, c.heads).map_err(|e| e.to_string())?;
@@ -283,6 +291,7 @@ fn run_case(
         dim: c.dim,
         heads: c.heads,
         threads: c.threads,
+        pin: pinning == Pinning::PerCore,
         backend: c.backend.clone(),
         warmup: c.warmup,
         reps: c.reps,
