@@ -125,3 +125,25 @@ fn unsupported_calls_write_nothing() {
         assert!(out.data().iter().all(|&v| v == -3.0), "{name} wrote to its output");
     }
 }
+
+/// `auto` offers MKL the narrow rows where the crossover measured it faster
+/// (`AUTO_MAX_WIDTH`) and keeps the SIMD kernels above that and for calls
+/// MKL does not run.
+#[test]
+fn auto_uses_mkl_only_in_its_measured_region() {
+    let mut rng = Rng::new(11);
+    let n = 64;
+    let src: Vec<usize> = (0..512).map(|i| (i * 7 + 3) % n).collect();
+    let dst: Vec<usize> = (0..512).map(|i| (i * 13 + 5) % n).collect();
+    let graph = Graph::<i32>::from_coo(n, n, src, dst).unwrap();
+    let run = |name: &str, d: usize, rng: &mut Rng| {
+        let x = Tensor::from_vec(rng.vec(n * d, -1.0, 1.0), vec![n, d]).unwrap();
+        let mut out = Tensor::from_vec(vec![0.0; n * d], vec![n, d]).unwrap();
+        let spec = SpmmSpec::from_name(name).unwrap();
+        Exec::default().gspmm(&graph, spec, SpmmIo::new(Some(x.view()), None, out.view_mut())).unwrap()
+    };
+    assert_eq!(run("copy_u_sum", 4, &mut rng), BackendKind::Mkl);
+    assert_eq!(run("copy_u_mean", gnnkern::backend::mkl::AUTO_MAX_WIDTH, &mut rng), BackendKind::Mkl);
+    assert_eq!(run("copy_u_sum", 32, &mut rng), BackendKind::Simd);
+    assert_eq!(run("copy_u_max", 4, &mut rng), BackendKind::Simd);
+}

@@ -10,7 +10,7 @@
 #   perf-reports/models/run_epoch_compare.sh                 # rmat:20:16:1, 5 epochs
 #   perf-reports/models/run_epoch_compare.sh rmat:14:16:1 3  # a quick check
 #
-# Environment: THREADS (2), PYTHON (/work/venvs/peers/bin/python),
+# Environment: MODELS (gcn sage gat sage-minibatch), THREADS (2), PYTHON (/work/venvs/peers/bin/python),
 # GRAPH_ROOT (/tmp: the graph directory is written there, never in the
 # repository), CARGO_TARGET_DIR (cargo's default: target), GNNKERN_BENCH (a
 # built binary: skips the build), OUT (the .jsonl).
@@ -48,7 +48,7 @@ print(json.dumps(r))' "$SPEC" "$machine" "$1" "$(date -u +%FT%TZ)"
 }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-for model in gcn sage gat sage-minibatch; do
+for model in ${MODELS:-gcn sage gat sage-minibatch}; do
     l="$(load)"
     "$BIN" train --model "$model" --graph "$GRAPH_DIR" --epochs "$EPOCHS" --threads "$THREADS" --json | tag "$l" >>"$OUT"
     l="$(load)"

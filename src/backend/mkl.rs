@@ -26,11 +26,11 @@
 //! edge weight, sizes beyond MKL's 32-bit `MKL_INT`) is
 //! [`Error::Unsupported`], returned before anything is written.
 //!
-//! The backend is not in `backend::AUTO_ORDER`: `auto` never picks it
-//! until a crossover measurement (`examples/mkl_crossover.rs`, results in
-//! `perf-reports/mkl/`) shows it faster than the SIMD kernels on the machine
-//! at hand. Forced (`GNNKERN_BACKEND=mkl`, `Exec::forced`) it runs every call
-//! it supports, for comparisons.
+//! `auto` picks it only where the crossover measurements
+//! (`examples/mkl_crossover.rs`, `perf-reports/mkl/`) put it ahead of the
+//! SIMD kernels: supported calls with at most [`AUTO_MAX_WIDTH`] features
+//! per row ([`auto_prefers`]). Forced (`GNNKERN_BACKEND=mkl`,
+//! `Exec::forced`) it runs every call it supports, for comparisons.
 
 use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, SddmmCall, SpmmCall};
 use crate::graph::{Csr, Graph};
@@ -381,6 +381,21 @@ fn plan<'a, O: BinaryOp, R: Reducer, I: Index>(call: &SpmmCall<'a, I>) -> Result
         }
         _ => Err(unsupported(format!("{} (only copy_u sum/mean and u_mul_e sum with a scalar edge weight)", name()))),
     }
+}
+
+/// Widest feature row for which `auto` prefers MKL. Measured with
+/// `examples/mkl_crossover.rs` (`perf-reports/mkl/`): at d = 4 MKL was
+/// faster in all 15 cells on AMD Zen 5 (1.2–3.5×; the SIMD kernels fill a
+/// quarter of a 16-lane vector per row there) and in every cell on an Intel
+/// Xeon; at d = 16 only 9 of 15 on AMD, at d ≥ 32 the SIMD kernels win
+/// 1.4–16× on AMD. So the region is d ≤ 8.
+pub const AUTO_MAX_WIDTH: usize = 8;
+
+/// Whether `auto` should offer this g-SpMM to MKL first: a call MKL runs
+/// (copy_u sum/mean, u_mul_e sum with a scalar weight) with at most
+/// [`AUTO_MAX_WIDTH`] outputs per row.
+pub(crate) fn auto_prefers<O: BinaryOp, R: Reducer, I: Index>(call: &SpmmCall<'_, I>) -> bool {
+    call.plan.out_len <= AUTO_MAX_WIDTH && plan::<O, R, I>(call).is_ok()
 }
 
 /// Splits `out` into the disjoint row ranges of `blocks` (rows × d each).

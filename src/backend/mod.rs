@@ -323,6 +323,19 @@ pub(crate) fn gspmm<O: BinaryOp, R: Reducer, I: Index>(
     choice: &BackendChoice,
     mut call: SpmmCall<'_, I>,
 ) -> Result<BackendKind> {
+    #[cfg(feature = "mkl")]
+    if matches!(choice, BackendChoice::Auto) && mkl::auto_prefers::<O, R, I>(&call) {
+        // The one region where the crossover measurements put MKL ahead
+        // (`mkl::AUTO_MAX_WIDTH`); anything MKL turns down falls through.
+        match mkl::Mkl::get()?.gspmm::<O, R, I>(call.reborrow()) {
+            Ok(()) => {
+                LAST_USED.with(|l| l.set(Some(BackendKind::Mkl)));
+                return Ok(BackendKind::Mkl);
+            }
+            Err(Error::Unsupported { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
     dispatch_call!(choice, call, |b, c| b.gspmm::<O, R, I>(c))
 }
 
