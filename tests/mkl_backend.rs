@@ -133,8 +133,8 @@ fn unsupported_calls_write_nothing() {
 fn auto_uses_mkl_only_in_its_measured_region() {
     let mut rng = Rng::new(11);
     let n = 64;
-    let src: Vec<usize> = (0..512).map(|i| (i * 7 + 3) % n).collect();
-    let dst: Vec<usize> = (0..512).map(|i| (i * 13 + 5) % n).collect();
+    let src: Vec<i32> = (0..512).map(|i| ((i * 7 + 3) % n) as i32).collect();
+    let dst: Vec<i32> = (0..512).map(|i| ((i * 13 + 5) % n) as i32).collect();
     let graph = Graph::<i32>::from_coo(n, n, src, dst).unwrap();
     let run = |name: &str, d: usize, rng: &mut Rng| {
         let x = Tensor::from_vec(rng.vec(n * d, -1.0, 1.0), vec![n, d]).unwrap();
