@@ -43,7 +43,8 @@ fn clamp_count(raw: i64, small: bool) -> i64 {
 /// A buffer of at least `len` entries when `len` is plausible (else empty:
 /// the constructor must reject the count before reading).
 fn buffer(values: &[i64], len: i64, extra: usize) -> Vec<i64> {
-    let want = if (0..=1 << 16).contains(&len) { len as usize + extra } else { 0 };
+    // Up to 2^16 + 1: an offsets array for the largest plausible row count.
+    let want = if (0..=(1 << 16) + 1).contains(&len) { len as usize + extra } else { 0 };
     (0..want).map(|i| values.get(i).copied().unwrap_or(i as i64)).collect()
 }
 
@@ -92,7 +93,10 @@ fuzz_target!(|input: Input| {
         assert_eq!(h.id, 77, "failed constructor wrote the handle");
         return;
     }
-    let a = buffer(&input.a, num_edges.max(rows + 1), 0);
+    // COO's first array holds `num_edges` ids; CSR/CSC's holds `rows + 1` offsets
+    // (and is read up to `num_edges` only through the offsets).
+    let a_len = if matches!(input.format, Format::Coo) { num_edges } else { num_edges.max(rows + 1) };
+    let a = buffer(&input.a, a_len, 0);
     let b = buffer(&input.b, num_edges, 0);
     let c = buffer(&input.c, num_edges, 0);
     let mut slot = gk_graph { id: 77 };
