@@ -367,19 +367,7 @@ unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize,
                 let sl = slots[i];
                 let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
                 let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
-                if R::HAS_ARG {
-                    let m = O::apply_vec(s, a, b);
-                    let mask = match R::KIND {
-                        ReduceKind::Min => s.replaces_min(m, acc[i]),
-                        _ => s.replaces_max(m, acc[i]),
-                    };
-                    acc[i] = s.select(mask, m, acc[i]);
-                    if ARGS {
-                        ord[i] = s.select_i32(mask, kk, ord[i]);
-                    }
-                } else {
-                    acc[i] = O::accumulate_vec(s, a, b, acc[i]);
-                }
+                reduce_step::<O, R, S, ARGS>(s, a, b, kk, &mut acc[i], &mut ord[i]);
             }
         }
     }
@@ -455,21 +443,36 @@ unsafe fn accumulate_dense<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: 
                     (true, true) => s.load(erow.add(slots[i].rhs)),
                     (true, false) => s.splat(*erow.add(slots[i].rhs)),
                 };
-                if R::HAS_ARG {
-                    let m = O::apply_vec(s, a, b);
-                    let mask = match R::KIND {
-                        ReduceKind::Min => s.replaces_min(m, acc[i]),
-                        _ => s.replaces_max(m, acc[i]),
-                    };
-                    acc[i] = s.select(mask, m, acc[i]);
-                    if ARGS {
-                        ord[i] = s.select_i32(mask, kk, ord[i]);
-                    }
-                } else {
-                    acc[i] = O::accumulate_vec(s, a, b, acc[i]);
-                }
+                reduce_step::<O, R, S, ARGS>(s, a, b, kk, &mut acc[i], &mut ord[i]);
             }
         }
+    }
+}
+
+/// One message into one accumulator: `acc + φ(a, b)` for sum/mean; for
+/// max/min the exact `replaces` test, keeping the winner's row ordinal `kk`
+/// when arg outputs are wanted.
+#[inline(always)]
+fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const ARGS: bool>(
+    s: S,
+    a: S::F32,
+    b: S::F32,
+    kk: S::I32,
+    acc: &mut S::F32,
+    ord: &mut S::I32,
+) {
+    if R::HAS_ARG {
+        let m = O::apply_vec(s, a, b);
+        let mask = match R::KIND {
+            ReduceKind::Min => s.replaces_min(m, *acc),
+            _ => s.replaces_max(m, *acc),
+        };
+        *acc = s.select(mask, m, *acc);
+        if ARGS {
+            *ord = s.select_i32(mask, kk, *ord);
+        }
+    } else {
+        *acc = O::accumulate_vec(s, a, b, *acc);
     }
 }
 
