@@ -386,8 +386,8 @@ fn plan<'a, O: BinaryOp, R: Reducer, I: Index>(call: &SpmmCall<'a, I>) -> Result
 /// Widest feature row for which `auto` prefers MKL. Measured with
 /// `examples/mkl_crossover.rs` (`perf-reports/mkl/`): at d = 4 MKL was
 /// faster in all 15 cells on AMD Zen 5 (1.2–3.5×; the SIMD kernels fill a
-/// quarter of a 16-lane vector per row there) and in every cell on an Intel
-/// Xeon; at d = 16 only 9 of 15 on AMD, at d ≥ 32 the SIMD kernels win
+/// quarter of a 16-lane vector per row there) and in every cell of an
+/// earlier, loaded run on an Intel Xeon VM with the previous kernels; at d = 16 only 9 of 15 on AMD, at d ≥ 32 the SIMD kernels win
 /// 1.4–16× on AMD. So the region is d ≤ 8.
 pub const AUTO_MAX_WIDTH: usize = 8;
 
