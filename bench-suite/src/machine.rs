@@ -14,7 +14,14 @@ pub struct Machine {
     pub vendor: String,
     /// Logical CPUs this process may use.
     pub cores: usize,
-    /// File-name form: lower-case CPU model words and the core count.
+    /// `cpu family` and `model` from /proc/cpuinfo (absent in run files
+    /// written before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<u32>,
+    /// File-name form: lower-case CPU model words (plus family and model
+    /// when the name carries no model number) and the core count.
     pub slug: String,
 }
 
@@ -32,13 +39,20 @@ impl Machine {
         let cpu = field("model name");
         let vendor = field("vendor_id");
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let slug = slug(&cpu, cores);
-        Self { cpu, vendor, cores, slug }
+        let family = field("cpu family").parse().ok();
+        let model = field("model").parse().ok();
+        let slug = slug(&cpu, family.zip(model), cores);
+        Self { cpu, vendor, cores, family, model, slug }
     }
 }
 
 /// `Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz`, 2 -> `intel-xeon-platinum-8481c-2c`.
-pub fn slug(cpu: &str, cores: usize) -> String {
+///
+/// Hypervisors often mask the model name (`AMD EPYC` for Zen 4 and Zen 5
+/// alike, whose bandwidths differ by 1.6x): a name without any digit gets
+/// `fFAMILY-mMODEL` appended, so two such machines do not share a slug
+/// (and a cached triad).
+pub fn slug(cpu: &str, family_model: Option<(u32, u32)>, cores: usize) -> String {
     let cleaned = cpu.replace("(R)", "").replace("(TM)", "").replace("(tm)", "");
     let cleaned = cleaned.split('@').next().unwrap_or("");
     let words: Vec<String> = cleaned
@@ -46,7 +60,10 @@ pub fn slug(cpu: &str, cores: usize) -> String {
         .filter(|w| !w.is_empty() && !w.eq_ignore_ascii_case("cpu") && !w.eq_ignore_ascii_case("processor"))
         .map(str::to_ascii_lowercase)
         .collect();
-    let base = if words.is_empty() { "unknown".to_string() } else { words.join("-") };
+    let mut base = if words.is_empty() { "unknown".to_string() } else { words.join("-") };
+    if let Some((family, model)) = family_model.filter(|_| !cpu.chars().any(|c| c.is_ascii_digit())) {
+        base = format!("{base}-f{family}-m{model}");
+    }
     format!("{base}-{cores}c")
 }
 
@@ -114,9 +131,14 @@ mod tests {
 
     #[test]
     fn slugs_and_dates() {
-        assert_eq!(slug("Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", 2), "intel-xeon-platinum-8481c-2c");
-        assert_eq!(slug("AMD EPYC 7763 64-Core Processor", 128), "amd-epyc-7763-64-core-128c");
-        assert_eq!(slug("", 4), "unknown-4c");
+        assert_eq!(
+            slug("Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", Some((6, 143)), 2),
+            "intel-xeon-platinum-8481c-2c"
+        );
+        assert_eq!(slug("AMD EPYC 7763 64-Core Processor", Some((25, 1)), 128), "amd-epyc-7763-64-core-128c");
+        assert_eq!(slug("AMD EPYC", Some((25, 17)), 2), "amd-epyc-f25-m17-2c");
+        assert_eq!(slug("AMD EPYC", None, 2), "amd-epyc-2c");
+        assert_eq!(slug("", None, 4), "unknown-4c");
         assert_eq!(utc_date_time(0).1, "1970-01-01T00:00:00Z");
         assert_eq!(utc_date_time(1_795_000_000).0, "2026-11-18");
         assert_eq!(utc_date_time(951_782_400).0, "2000-02-29");

@@ -278,6 +278,8 @@ fn fixture_run(rev: &str, started: &str, slow: f64) -> RunFile {
             cpu: "Test CPU".into(),
             vendor: "GenuineIntel".into(),
             cores: 2,
+            family: None,
+            model: None,
             slug: "test-cpu-2c".into(),
         },
         triad_gbps: vec![TriadPoint { threads: 2, gbps: 10.0 }],
