@@ -199,6 +199,7 @@ fn check_spmm<I: Index>(name: &str, g: &Graph<I>, spec: SpmmSpec, shapes: (&[usi
     };
     let exact = matches!(spec.reduce, ReduceKind::Max | ReduceKind::Min) && spec.op != K::Dot;
     for level in levels() {
+        let mut plain: Option<SpmmResult<I>> = None;
         for (tname, tuning) in tunings() {
             let got = on_level(level, || {
                 with_tuning(tuning, || run_spmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &out_shape))
@@ -222,6 +223,15 @@ fn check_spmm<I: Index>(name: &str, g: &Graph<I>, spec: SpmmSpec, shapes: (&[usi
             if matches!(spec.reduce, ReduceKind::Max | ReduceKind::Min) && spec.op != K::Dot {
                 assert_eq!(got.arg_u, want.arg_u, "{what}: arg_u");
                 assert_eq!(got.arg_e, want.arg_e, "{what}: arg_e");
+            }
+            // The trials may switch passes between calls, so every pass must
+            // give the plain pass's result bit for bit.
+            match &plain {
+                None => plain = Some(got),
+                Some(p) => {
+                    assert_exact(&format!("{what} vs plain"), &got.out, &p.out);
+                    assert_eq!((&got.arg_u, &got.arg_e), (&p.arg_u, &p.arg_e), "{what}: args vs plain");
+                }
             }
         }
     }
@@ -382,10 +392,19 @@ fn sddmm_suite<I: Index>(seed: u64) {
                     shape.push(d);
                 }
                 let want = run_sddmm(Exec::forced(BackendKind::Reference), g, spec, &lhs, &rhs, &shape);
-                for level in levels() {
-                    let got =
-                        on_level(level, || run_sddmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &shape));
-                    let what = format!("{} on {name} [{}] d={d} {}", spec.name(), I::NAME, level.name());
+                for (level, (tname, tuning)) in levels().into_iter().flat_map(|l| tunings().map(|t| (l, t))) {
+                    let got = on_level(level, || {
+                        with_tuning(tuning, || run_sddmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &shape))
+                    });
+                    let what = format!("{} on {name} [{}] d={d} {}/{tname}", spec.name(), I::NAME, level.name());
+                    if tname != "plain" {
+                        let plain = on_level(level, || {
+                            with_tuning(tunings()[0].1, || {
+                                run_sddmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &shape)
+                            })
+                        });
+                        assert_exact(&format!("{what} vs plain"), &got, &plain);
+                    }
                     if op == K::Dot {
                         let m = lhs
                             .data()
@@ -439,13 +458,14 @@ fn sddmm_walks_either_csr_with_the_same_result() {
             rhs: y.data(),
             out: &mut out,
         };
-        sddmm::<gnnkern::op::Dot, i64>(args).unwrap();
+        sddmm::<gnnkern::op::Dot, i64>(args, None).unwrap();
         out
     };
     assert_exact("in-CSR vs out-CSR walk", &run(SddmmOrder::InCsr), &run(SddmmOrder::OutCsr));
 }
 
 fn softmax_suite<I: Index>(seed: u64) {
+    use gnnkern_simd::kernels::{edge_softmax, edge_softmax_backward};
     let mut rng = Rng::new(seed);
     for (name, g) in graphs::<I>(seed) {
         for &d in &[1, 4, 8, 16, 17, 33] {
@@ -465,6 +485,8 @@ fn softmax_suite<I: Index>(seed: u64) {
                 let deg = g.in_degrees();
                 dst.iter().map(|v| deg[v.to_usize()]).collect::<Vec<_>>()
             };
+            // exp: 2 ulp, sum and division: degree ulp.
+            let tol = |i: usize| 4.0 * f32::EPSILON * (deg_of_edge[i / d] + 2) as f32;
             for level in levels() {
                 let what = format!("edge_softmax on {name} [{}] d={d} {}", I::NAME, level.name());
                 let (got, got_b) = on_level(level, || {
@@ -475,10 +497,21 @@ fn softmax_suite<I: Index>(seed: u64) {
                     simd.edge_softmax_backward(&g, want.view(), grad.view(), b.view_mut()).unwrap();
                     (out.into_vec(), b.into_vec())
                 });
-                // exp: 2 ulp, sum and division: degree ulp.
-                let tol = |i: usize| 4.0 * f32::EPSILON * (deg_of_edge[i / d] + 2) as f32;
                 assert_close(&what, &got, want.data(), tol);
                 assert_close(&format!("{what} backward"), &got_b, want_b.data(), |i| 2.0 * tol(i));
+                // Both schemes, forced (the backend picks two-phase only on
+                // graphs larger than the cache).
+                for (scheme, dst) in [("row order", None), ("two-phase", Some(g.edge_dst()))] {
+                    let (got, got_b) = on_level(level, || {
+                        let (e, csr) = (g.num_edges(), g.in_csr().view());
+                        let (mut out, mut b) = (vec![0f32; e * d], vec![0f32; e * d]);
+                        edge_softmax(csr, dst, logits.data(), d, &mut out).unwrap();
+                        edge_softmax_backward(csr, dst, want.data(), grad.data(), d, &mut b).unwrap();
+                        (out, b)
+                    });
+                    assert_close(&format!("{what} {scheme}"), &got, want.data(), tol);
+                    assert_close(&format!("{what} {scheme} backward"), &got_b, want_b.data(), |i| 2.0 * tol(i));
+                }
             }
         }
     }

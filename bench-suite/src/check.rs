@@ -107,6 +107,7 @@ mod tests {
             heads: None,
             threads: 1,
             backend: "simd".into(),
+            pass: None,
             isa: "avx512".into(),
             reps: 1,
             median_ms: ms,

@@ -44,6 +44,11 @@ pub struct OpResult {
     pub threads: usize,
     /// The backend that ran (for gnnkern: what `auto` resolved to).
     pub backend: String,
+    /// gnnkern's SIMD backend: the pass the timed runs ended on, `plain` or
+    /// `blocked:<blocks>x<sources>` (the first calls time both, see
+    /// `gnnkern::backend::simd::trials`); absent for other tools and ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<String>,
     /// ISA level in force (gnnkern) or the peer's library version string.
     pub isa: String,
     pub reps: usize,

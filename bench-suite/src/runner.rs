@@ -11,10 +11,11 @@ use crate::opspec::{BenchOp, GRAD_SEED, LHS_SEED, OpFamily, OpShapes, Operand, R
 use crate::runfile::{MachineBrief, OpResult};
 use crate::triad::MachineFile;
 use crate::{rng, rss};
+use gnnkern::backend::simd::PassKind;
 use gnnkern::threads::Pinning;
 use gnnkern::{
-    BackendChoice, BackendKind, Exec, Graph, Index, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmIo, TensorMut,
-    TensorRef,
+    AlignedVec, BackendChoice, BackendKind, Exec, Graph, Index, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmIo,
+    TensorMut, TensorRef, aligned_copy, aligned_filled,
 };
 use rayon::prelude::*;
 use std::time::Instant;
@@ -65,12 +66,13 @@ pub fn run_op(
     let lhs = operand_input("--lhs", shapes.lhs.as_ref(), req.lhs.as_deref(), LHS_SEED)?;
     let rhs = operand_input("--rhs", shapes.rhs.as_ref(), req.rhs.as_deref(), RHS_SEED)?;
     let grad_out = operand_input("output gradient", shapes.grad_out.as_ref(), None, GRAD_SEED)?;
-    let mut out = vec![0.0f32; shapes.out.iter().product()];
+    // Every buffer cache-line aligned, as torch allocates the peers' tensors.
+    let mut out = aligned_filled(shapes.out.iter().product(), 0.0f32);
     rss::reset_peak();
     let exec = Exec::new(choice);
     let inputs = Inputs { shapes: &shapes, lhs: &lhs, rhs: &rhs, grad_out: &grad_out };
     let timing = Timing { exec: &exec, op: &req.op, inputs: &inputs, warmup: req.warmup, reps: req.reps };
-    let (times, backend) = pool
+    let (times, backend, pass) = pool
         .install(|| match &graph.kernel {
             KernelGraph::I32(g) => time_op(g, &timing, &mut out),
             KernelGraph::I64(g) => time_op(g, &timing, &mut out),
@@ -87,11 +89,12 @@ pub fn run_op(
         shapes: &shapes,
         times,
         backend: backend.map_or("unknown", BackendKind::name).to_string(),
+        pass,
         peak_rss_mb,
         checksum,
         checksum_abs,
     });
-    Ok(OpOutcome { result, output: req.keep_output.then_some(out) })
+    Ok(OpOutcome { result, output: req.keep_output.then(|| out.to_vec()) })
 }
 
 /// The pool an op is timed in: `threads` workers, pinned one per core with `pin`.
@@ -121,25 +124,44 @@ struct Timing<'a> {
     reps: usize,
 }
 
-/// Warm-up runs, then `reps` timed runs; returns the times (ms) and the
-/// backend that ran (`None` if gnnkern did not report one).
+/// Warm-up runs, then `reps` timed runs; returns the times (ms), the
+/// backend that ran (`None` if gnnkern did not report one) and, for the
+/// SIMD backend's g-SpMM / g-SDDMM, the pass of the last run.
 fn time_op<I: Index>(
     g: &Graph<I>,
     t: &Timing<'_>,
     out: &mut [f32],
-) -> gnnkern::Result<(Vec<f64>, Option<BackendKind>)> {
+) -> gnnkern::Result<(Vec<f64>, Option<BackendKind>, Option<String>)> {
     let arg_e = forward_arg_e(t.exec, g, t.op, t.inputs)?;
+    // A max/min g-SpMM writes both arg outputs, as DGL's gspmm always does
+    // (its backward needs them).
+    let mut args = match t.op.family {
+        OpFamily::Spmm(spec) if spec.reduce.has_arg() => {
+            Some((aligned_filled(out.len(), I::from_usize(0)), aligned_filled(out.len(), I::from_usize(0))))
+        }
+        _ => None,
+    };
     let mut backend = None;
     let mut times = Vec::with_capacity(t.reps);
     for i in 0..t.warmup + t.reps.max(1) {
         let start = Instant::now();
-        backend = run_once(t.exec, g, t.op, t.inputs, arg_e.as_deref(), out)?;
+        let arg_out = args.as_mut().map(|(u, e)| (&mut u[..], &mut e[..]));
+        backend = run_once(t.exec, g, t.op, t.inputs, arg_e.as_deref(), arg_out, out)?;
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
         if i >= t.warmup {
             times.push(elapsed);
         }
     }
-    Ok((times, backend))
+    let pass = match (backend, t.op.family) {
+        (Some(BackendKind::Simd), OpFamily::Spmm(_) | OpFamily::Sddmm(_)) => {
+            gnnkern::backend::simd::last_pass().map(|p| match p {
+                PassKind::Plain => "plain".to_string(),
+                PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
+            })
+        }
+        _ => None,
+    };
+    Ok((times, backend, pass))
 }
 
 /// The forward's edge arg outputs a max/min gradient op routes through (computed untimed).
@@ -154,7 +176,7 @@ fn forward_arg_e<I: Index>(
         return Ok(None);
     }
     let grad_shape = &inputs.shapes.grad_out.as_ref().expect("gradient ops have an output gradient").shape;
-    let mut fwd = vec![0.0f32; grad_shape.iter().product()];
+    let mut fwd = aligned_filled(grad_shape.iter().product(), 0.0f32);
     let mut arg_u = vec![I::from_usize(0); fwd.len()];
     let mut arg_e = vec![I::from_usize(0); fwd.len()];
     let io = SpmmIo {
@@ -168,16 +190,16 @@ fn forward_arg_e<I: Index>(
     Ok(Some(arg_e))
 }
 
-fn operand_input(flag: &str, operand: Option<&Operand>, given: Option<&[f32]>, seed: u64) -> Result<Vec<f32>> {
+fn operand_input(flag: &str, operand: Option<&Operand>, given: Option<&[f32]>, seed: u64) -> Result<AlignedVec<f32>> {
     match (operand, given) {
-        (None, None) => Ok(Vec::new()),
+        (None, None) => Ok(aligned_copy(&[])),
         (None, Some(_)) => Err(BenchError::input(flag, "this op does not read this operand")),
         (Some(o), Some(v)) if v.len() != o.len() => Err(BenchError::input(
             flag,
             format!("expected {} f32 values (shape {:?}), the file holds {}", o.len(), o.shape, v.len()),
         )),
-        (Some(_), Some(v)) => Ok(v.to_vec()),
-        (Some(o), None) => Ok(rng::uniform(seed, o.len(), o.range.0, o.range.1)),
+        (Some(_), Some(v)) => Ok(aligned_copy(v)),
+        (Some(o), None) => Ok(aligned_copy(&rng::uniform(seed, o.len(), o.range.0, o.range.1))),
     }
 }
 
@@ -191,6 +213,7 @@ fn run_once<I: Index>(
     op: &BenchOp,
     inputs: &Inputs<'_>,
     arg_e: Option<&[I]>,
+    arg_out: Option<(&mut [I], &mut [I])>,
     out: &mut [f32],
 ) -> gnnkern::Result<Option<BackendKind>> {
     let lhs = tensor(inputs.lhs, inputs.shapes.lhs.as_ref())?;
@@ -214,7 +237,10 @@ fn run_once<I: Index>(
     }
     let out = TensorMut::new(out, &inputs.shapes.out)?;
     let ran = match op.family {
-        OpFamily::Spmm(spec) => exec.gspmm(g, spec, SpmmIo::new(lhs, rhs, out)),
+        OpFamily::Spmm(spec) => {
+            let (arg_u, arg_e) = arg_out.map_or((None, None), |(u, e)| (Some(u), Some(e)));
+            exec.gspmm(g, spec, SpmmIo { lhs, rhs, out, arg_u, arg_e })
+        }
         OpFamily::Sddmm(spec) => exec.gsddmm(g, spec, SddmmIo { lhs, rhs, out }),
         OpFamily::EdgeSoftmax => exec.edge_softmax(g, lhs.expect("edge_softmax has logits"), out),
         OpFamily::EdgeSoftmaxBackward => exec.edge_softmax_backward(
@@ -244,6 +270,7 @@ struct Summary<'a> {
     shapes: &'a OpShapes,
     times: Vec<f64>,
     backend: String,
+    pass: Option<String>,
     peak_rss_mb: Option<f64>,
     checksum: f64,
     checksum_abs: f64,
@@ -275,6 +302,7 @@ fn summarize(s: Summary<'_>) -> OpResult {
         heads: s.req.heads,
         threads: s.req.threads,
         backend: s.backend,
+        pass: s.pass,
         isa: gnnkern_simd::isa::active_level().name().to_string(),
         reps: s.times.len(),
         median_ms,

@@ -241,6 +241,7 @@ fn result(graph: &str, op: &str, tool: &str, ms: f64, checksum: f64) -> OpResult
         heads: None,
         threads: 2,
         backend: if tool == "gnnkern" { "simd".into() } else { tool.into() },
+        pass: None,
         isa: "avx512".into(),
         reps: 5,
         median_ms: ms,

@@ -12,10 +12,12 @@
 //! (`perf-reports/ablation/dgl_side_by_side.py`) times the same edges.
 
 use gnnkern_simd::isa::{IsaLevel, with_level};
-use gnnkern_simd::kernels::{BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs, edge_softmax, sddmm, spmm};
-use gnnkern_simd::layout::{BroadcastPlan, CsrView, OperandShape};
+use gnnkern_simd::kernels::{
+    BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs, edge_softmax, prefers_edge_order, sddmm, spmm,
+};
+use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
-use gnnkern_simd::tuning::{Blocking, CacheInfo, Tiling, Tuning, with_tuning};
+use gnnkern_simd::tuning::{Blocking, CacheInfo, Tiling, Tuning, cache_budget, with_tuning};
 use std::time::Instant;
 
 struct Rng(u64);
@@ -95,6 +97,13 @@ fn csr(rows: &[i32], cols: &[i32], n: usize) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
     (ptr.into_iter().map(|p| p as i32).collect(), indices, eids)
 }
 
+/// `len` copies of `v`, cache-line aligned (as torch and numpy allocate).
+fn aligned<T: Copy>(len: usize, v: T) -> aligned_vec::AVec<T> {
+    let mut a = aligned_vec::AVec::with_capacity(64, len);
+    a.resize(len, v);
+    a
+}
+
 /// CPU time of all threads of this process, in ns (`/proc/self/task/*/schedstat`).
 /// The development machine is shared and oversubscribed; CPU time is the
 /// fairer measure of work (memory stalls count, waiting for a core does not).
@@ -150,8 +159,8 @@ impl Bench<'_> {
     ) {
         let plan = BroadcastPlan::new(OperandShape::of::<O>(), lhs_shape, rhs_shape).unwrap();
         let n = self.csr.num_rows();
-        let mut out = vec![0f32; n * plan.out_len];
-        let (mut au, mut ae) = (vec![0i32; out.len()], vec![0i32; out.len()]);
+        let mut out = aligned(n * plan.out_len, 0f32);
+        let (mut au, mut ae) = (aligned(out.len(), 0i32), aligned(out.len(), 0i32));
         let e = self.csr.num_edges() as f64;
         let ms = median_ms(self.reps, || {
             let args = SpmmArgs {
@@ -178,10 +187,17 @@ impl Bench<'_> {
         self.report(name, lhs_shape.iter().product(), variant, ms, bytes, sum);
     }
 
-    fn sddmm<O: BinaryOp>(&self, name: &str, shape: &[usize], x: &[f32], y: &[f32], order: SddmmOrder) {
+    fn sddmm<O: BinaryOp>(
+        &self,
+        name: &str,
+        shape: &[usize],
+        (x, y): (&[f32], &[f32]),
+        order: SddmmOrder,
+        blocked: Option<&BlockedCsr<i32>>,
+    ) {
         let plan = BroadcastPlan::new(OperandShape::of::<O>(), shape, shape).unwrap();
         let e = self.csr.num_edges();
-        let mut out = vec![0f32; e * plan.out_len];
+        let mut out = aligned(e * plan.out_len, 0f32);
         let csr = if order == SddmmOrder::InCsr { self.csr } else { self.out_csr };
         let ms = median_ms(self.reps, || {
             let args = SddmmArgs {
@@ -194,22 +210,33 @@ impl Bench<'_> {
                 rhs: y,
                 out: &mut out,
             };
-            sddmm::<O, i32>(args).unwrap();
+            sddmm::<O, i32>(args, blocked).unwrap();
         });
         let n = self.csr.num_rows() as f64;
         let bytes = 8.0 * e as f64 + 2.0 * 4.0 * n * plan.lhs_len as f64 + 4.0 * out.len() as f64;
         let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
-        self.report(name, shape.iter().product(), &format!("{order:?}"), ms, bytes, sum);
+        let variant = match blocked {
+            Some(l) => format!("{order:?}, {} blocks", l.num_blocks()),
+            None => format!("{order:?}"),
+        };
+        self.report(name, shape.iter().product(), &variant, ms, bytes, sum);
     }
 
-    fn softmax(&self, heads: usize, logits: &[f32]) {
+    /// Edge softmax over `[E, heads]` logits, row-order and two-phase.
+    fn softmax(&self, heads: usize, logits: &[f32], dst: EdgeDst<'_, i32>) {
         let e = self.csr.num_edges();
-        let mut out = vec![0f32; e * heads];
-        let ms = median_ms(self.reps, || edge_softmax(self.csr, &logits[..e * heads], heads, &mut out).unwrap());
-        // logits read once, out written once, indices + eids.
-        let bytes = 8.0 * (e * heads) as f64 + 8.0 * e as f64;
-        let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
-        self.report("edge_softmax", heads, "fused", ms, bytes, sum);
+        let mut out = aligned(e * heads, 0f32);
+        let prefers = prefers_edge_order(self.csr.num_rows(), e, heads, 2 * heads);
+        for (variant, dst) in [("row order", None), ("two-phase", Some(dst))] {
+            let ms = median_ms(self.reps, || {
+                edge_softmax(self.csr, dst, &logits[..e * heads], heads, &mut out).unwrap();
+            });
+            // logits read once, out written once, indices + eids.
+            let bytes = 8.0 * (e * heads) as f64 + 8.0 * e as f64;
+            let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+            let chosen = if prefers == dst.is_some() { ", the model's choice" } else { "" };
+            self.report("edge_softmax", heads, &format!("{variant}{chosen}"), ms, bytes, sum);
+        }
     }
 }
 
@@ -241,28 +268,48 @@ fn main() {
     let out_csr = unsafe { CsrView::new_unchecked(&op_, &oi, &oe, n) };
     let name = format!("{kind}-2^{scale}-{}M", (factor << scale) >> 20);
     let b = Bench { graph: &name, csr: in_csr, out_csr, reps };
-    eprintln!("cache: {:?}; threads {}", CacheInfo::get(), rayon::current_num_threads());
+    eprintln!(
+        "cache: {:?}; model budget {} bytes; threads {}",
+        CacheInfo::get(),
+        cache_budget(),
+        rayon::current_num_threads()
+    );
     println!("graph\top\td\tvariant\twall_ms\tcpu_ms\tGB/s(wall)\tchecksum");
     let e = src.len();
     let mut rng = Rng(7);
     let dmax = *ds.iter().max().unwrap();
-    let x: Vec<f32> = (0..n * dmax).map(|_| rng.unit() as f32 - 0.5).collect();
-    let w: Vec<f32> = (0..e * 4).map(|_| rng.unit() as f32).collect();
+    let x = aligned_vec::AVec::<f32>::from_iter(64, (0..n * dmax).map(|_| rng.unit() as f32 - 0.5));
+    let w = aligned_vec::AVec::<f32>::from_iter(64, (0..e * 4).map(|_| rng.unit() as f32));
+    // The model's choice for the sources at d floats per row (None: plain).
+    let budget = cache_budget();
+    let layouts: std::collections::HashMap<usize, BlockedCsr<i32>> =
+        ds.iter().map(|&d| (d, BlockedCsr::build(&in_csr, (budget / (4 * d)).max(1)))).collect();
     for &d in &ds {
         let x = &x[..n * d];
         if ops.contains("spmm") {
-            b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", "auto", &[d], &[], x, &w, None);
-            b.spmm::<op::CopyLhs, op::Mean>("copy_u_mean", "auto", &[d], &[], x, &w, None);
-            b.spmm::<op::CopyLhs, op::Max>("copy_u_max", "auto", &[d], &[], x, &w, None);
-            b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", "w[E,1]", &[d], &[1], x, &w[..e], None);
-            b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", "4 heads", &[4, d / 4], &[4, 1], x, &w[..4 * e], None);
+            // Plain pass, then blocked at the model's budget (whichever the
+            // model picks runs in production; both are timed here).
+            for blocked in [None, Some((&layouts[&d], 4 * d))] {
+                let v = |label: &str| if blocked.is_some() { format!("{label} blocked") } else { label.to_string() };
+                b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", &v("plain"), &[d], &[], x, &w, blocked);
+                b.spmm::<op::CopyLhs, op::Mean>("copy_u_mean", &v("plain"), &[d], &[], x, &w, blocked);
+                b.spmm::<op::CopyLhs, op::Max>("copy_u_max", &v("plain"), &[d], &[], x, &w, blocked);
+                b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", &v("w[E,1]"), &[d], &[1], x, &w[..e], blocked);
+                let heads = &w[..4 * e];
+                b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", &v("4 heads"), &[4, d / 4], &[4, 1], x, heads, blocked);
+            }
         }
         if ops.contains("sddmm") {
-            b.sddmm::<op::Dot>("u_dot_v", &[d], x, x, SddmmOrder::InCsr);
-            b.sddmm::<op::Dot>("u_dot_v", &[d], x, x, SddmmOrder::OutCsr);
+            let layout = Some(&layouts[&d]);
+            b.sddmm::<op::Dot>("u_dot_v", &[d], (x, x), SddmmOrder::InCsr, None);
+            b.sddmm::<op::Dot>("u_dot_v", &[d], (x, x), SddmmOrder::OutCsr, None);
+            b.sddmm::<op::Dot>("u_dot_v", &[d], (x, x), SddmmOrder::InCsr, layout);
+            b.sddmm::<op::Dot>("u_dot_v", &[4, d / 4], (x, x), SddmmOrder::InCsr, None);
+            b.sddmm::<op::Dot>("u_dot_v", &[4, d / 4], (x, x), SddmmOrder::InCsr, layout);
             if d <= 32 {
                 // [E, d] output: 8 GB at d = 128 on 16M edges.
-                b.sddmm::<op::Add>("u_add_v", &[d], x, x, SddmmOrder::OutCsr);
+                b.sddmm::<op::Add>("u_add_v", &[d], (x, x), SddmmOrder::InCsr, None);
+                b.sddmm::<op::Add>("u_add_v", &[d], (x, x), SddmmOrder::InCsr, layout);
             }
         }
         if ablate {
@@ -286,16 +333,16 @@ fn main() {
                     b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", &format!("prefetch={pf}"), &[d], &[], x, &w, None)
                 });
             }
-            let per_core = CacheInfo::get().per_core_budget();
+            let mib = |m: usize| (m << 20) / (4 * d);
             for (label, bs, tile) in [
-                ("blocked L2/2, no tile", per_core / 2 / (4 * d), 4 * d),
-                ("blocked L2/2, tile 64B", per_core / 2 / 64, 64),
-                ("blocked 4 blocks, no tile", n.div_ceil(4), 4 * d),
-                ("blocked 2 blocks, no tile", n.div_ceil(2), 4 * d),
-                ("blocked 4 MiB, no tile", (4 << 20) / (4 * d), 4 * d),
-                ("blocked 8 MiB, no tile", (8 << 20) / (4 * d), 4 * d),
-                ("blocked 16 MiB, no tile", (16 << 20) / (4 * d), 4 * d),
-                ("blocked 8 MiB, tile 64B", (8 << 20) / 64, 64),
+                ("blocked 1 MiB (L2), no tile", mib(1), 4 * d),
+                ("blocked 4 MiB, no tile", mib(4), 4 * d),
+                ("blocked 8 MiB, no tile", mib(8), 4 * d),
+                ("blocked 12 MiB, no tile", mib(12), 4 * d),
+                ("blocked 16 MiB, no tile", mib(16), 4 * d),
+                ("blocked 32 MiB, no tile", mib(32), 4 * d),
+                ("blocked 16 MiB of tiles, tile 128B", (16 << 20) / 128, 128),
+                ("blocked 8 MiB of tiles, tile 64B", (8 << 20) / 64, 64),
             ] {
                 let start = Instant::now();
                 let layout = BlockedCsr::build(&in_csr, bs);
@@ -314,8 +361,18 @@ fn main() {
         }
     }
     if ops.contains("softmax") {
-        let logits: Vec<f32> = w.iter().map(|v| v * 8.0).collect();
-        b.softmax(1, &logits);
-        b.softmax(4, &logits);
+        let logits = aligned_vec::AVec::<f32>::from_iter(64, w.iter().map(|v| v * 8.0));
+        // SAFETY: `edges` generated every destination below `n`; edge `e`
+        // of `dst` is edge `e` of the CSRs built from the same arrays.
+        let edge_dst = unsafe { EdgeDst::new_unchecked(&dst, n) };
+        b.softmax(1, &logits, edge_dst);
+        b.softmax(4, &logits, edge_dst);
+        if ablate {
+            for pf in [0, 8, 32, 64, 128] {
+                let t = Tuning { prefetch_distance: pf, ..Tuning::DEFAULT };
+                eprintln!("edge softmax with prefetch distance {pf}:");
+                with_tuning(t, || b.softmax(4, &logits, edge_dst));
+            }
+        }
     }
 }

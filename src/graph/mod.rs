@@ -214,6 +214,15 @@ impl<I: Index> Graph<I> {
         if self.reversed { (d, s) } else { (s, d) }
     }
 
+    /// The destination of every edge by edge id, as the validated view the
+    /// kernels read (builds the COO on first use).
+    pub fn edge_dst(&self) -> gnnkern_simd::layout::EdgeDst<'_, I> {
+        // SAFETY: the graph validated every destination id against
+        // `num_dst` when it was built, and `coo()` gives this orientation's
+        // destinations, the rows of its in-CSR.
+        unsafe { gnnkern_simd::layout::EdgeDst::new_unchecked(self.coo().1, self.num_dst()) }
+    }
+
     /// In-degree of every destination node.
     pub fn in_degrees(&self) -> Vec<usize> {
         self.in_csr().indptr().windows(2).map(|w| w[1].to_usize() - w[0].to_usize()).collect()

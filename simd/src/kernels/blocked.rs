@@ -1,27 +1,38 @@
-//! The source-blocked view of an in-CSR, built once per graph and block size.
+//! The source-blocked copy of an in-CSR, built once per graph and block size.
 //!
-//! Sources are cut into blocks of `block_sources` consecutive ids. Because
-//! every CSR row is sorted by source id, the edges of row `v` that fall into
-//! block `b` are one contiguous slot range of the *original* CSR, so the
-//! layout stores no copy of the edges — only, per block, the rows it touches
-//! and their slot ranges:
+//! Sources are cut into blocks of `block_sources` consecutive ids. The
+//! layout is block-major: block `b` lists, in ascending row order, one
+//! *entry* per destination row with an in-edge from the block, and the
+//! entries' slots (source id and edge id of each edge) follow each other
+//! contiguously, block after block:
 //!
 //! ```text
-//! block b: entries block_ptr[b]..block_ptr[b+1]
-//! entry j: row rows[j], CSR slots starts[j] .. starts[j] + (cum[j+1] - cum[j])
+//! block b: entries block_ptr[b] .. block_ptr[b+1]
+//! entry j: row rows[j], slots cum[j] .. cum[j+1] of cols[] and eids[]
 //! ```
 //!
-//! Visiting blocks in ascending order visits each row's edges in row order,
-//! so max/min ties and NaNs resolve exactly as in the unblocked pass. Within
-//! a block, rows are visited in ascending id and each row's gathers ascend
-//! by source id: the gathers of a block touch a window of `block_sources`
-//! feature rows, in ascending address order per row (the "radix-sorted"
-//! order of Avancha et al. falls out of the canonical CSR order, no sort
-//! needed). Memory: `3 · size_of::<I>()` bytes per (block, touched row)
-//! entry, at most `3 · size_of::<I>() · E` — see [`BlockedCsr::bytes`].
+//! A blocked pass therefore streams `rows`, `cum`, `cols` (and `eids` when
+//! the op reads edge data) front to back, and a prefetch `k + 16` slots ahead
+//! lands on rows of the *same* block. The earlier layout stored only
+//! `(row, start)` into the original CSR: since a degree-16 row's slots share
+//! one 64-byte line of `indices` and each block uses one or two of them,
+//! every block pass pulled the whole index array through the cache again
+//! (16 blocks: 16 × 64 MB on a 2^24-edge graph), and its prefetches fetched
+//! rows of later blocks. Copying the ids costs `2 · size_of::<I>()` bytes per
+//! edge; see [`BlockedCsr::bytes`].
+//!
+//! Within an entry the slots keep the CSR row order (source id, then edge
+//! id), and blocks are visited in ascending order, so every row sees its
+//! edges in row order: max/min ties and NaNs resolve exactly as in the
+//! plain pass. Gathers within an entry ascend by source id, and all entries
+//! of a block gather from one window of `block_sources` feature rows — the
+//! "radix-sorted" gather order of Avancha et al. falls out of the canonical
+//! CSR order, no extra sort.
 
+use super::common::{SharedMut, balanced_bounds, num_parts};
 use crate::Index;
 use crate::layout::CsrView;
+use rayon::prelude::*;
 
 /// Source blocks of one in-CSR (see the module docs).
 #[derive(Debug)]
@@ -30,68 +41,102 @@ pub struct BlockedCsr<I: Index> {
     num_rows: usize,
     num_cols: usize,
     num_edges: usize,
+    /// Entry offsets per block (`num_blocks + 1`).
     block_ptr: Vec<usize>,
+    /// Destination row of each entry.
     rows: Vec<I>,
-    starts: Vec<I>,
+    /// Slot offsets per entry (`num_entries + 1`, starting at 0).
     cum: Vec<I>,
+    /// Source id of each slot, block-major.
+    cols: Vec<I>,
+    /// Edge id of each slot, block-major.
+    eids: Vec<I>,
+}
+
+/// Entry and slot counts of one (part of the rows, block) pair.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    entries: usize,
+    slots: usize,
 }
 
 impl<I: Index> BlockedCsr<I> {
-    /// Cuts `csr` into blocks of `block_sources` (at least 1) source ids. O(E).
+    /// Cuts `csr` into blocks of `block_sources` (at least 1) source ids.
+    ///
+    /// A parallel counting sort, O(E + parts · blocks): the rows are split
+    /// into parts, each part counts its entries and slots per block, prefix
+    /// sums in (block, part) order give every part its own output regions,
+    /// and the parts fill them. Parts are in row order, so entries of a
+    /// block stay in ascending row order.
     pub fn build(csr: &CsrView<'_, I>, block_sources: usize) -> Self {
         let bs = block_sources.max(1);
         let nb = csr.num_cols().div_ceil(bs).max(1);
-        let indices = csr.indices();
-        // Visits the (block, start, end) pieces of every row, in row order.
-        let for_each_piece = |f: &mut dyn FnMut(usize, usize, usize, usize)| {
-            for v in 0..csr.num_rows() {
-                let range = csr.row_range(v);
-                let mut k = range.start;
-                while k < range.end {
-                    let b = indices[k].to_usize() / bs;
-                    let limit = (b + 1) * bs;
-                    let mut end = k + 1;
-                    while end < range.end && indices[end].to_usize() < limit {
-                        end += 1;
-                    }
-                    f(v, b, k, end);
-                    k = end;
-                }
-            }
-        };
-        let mut counts = vec![0usize; nb + 1];
-        for_each_piece(&mut |_, b, _, _| counts[b + 1] += 1);
+        let (n, e) = (csr.num_rows(), csr.num_edges());
+        // Each part keeps 2 counters per block: bound them by the edges.
+        let parts = num_parts(e + n).min(e / nb + 1);
+        let indptr = csr.indptr();
+        let bounds = balanced_bounds(n, parts, |i| indptr[i].to_usize() + i);
+        let counts: Vec<Vec<Counts>> = bounds
+            .par_windows(2)
+            .map(|w| {
+                let mut c = vec![Counts::default(); nb];
+                for_each_piece(csr, bs, w[0]..w[1], |_, b, slots| {
+                    c[b].entries += 1;
+                    c[b].slots += slots.len();
+                });
+                c
+            })
+            .collect();
+        // Exclusive prefix sums in (block, part) order.
+        let mut starts = vec![vec![Counts::default(); nb]; counts.len()];
+        let mut block_ptr = Vec::with_capacity(nb + 1);
+        let mut next = Counts::default();
         for b in 0..nb {
-            counts[b + 1] += counts[b];
+            block_ptr.push(next.entries);
+            for (p, c) in counts.iter().enumerate() {
+                starts[p][b] = next;
+                next.entries += c[b].entries;
+                next.slots += c[b].slots;
+            }
         }
-        let block_ptr = counts.clone();
-        let total = block_ptr[nb];
-        let mut next = counts;
-        let (mut rows, mut starts, mut lens) =
-            (vec![I::default(); total], vec![I::default(); total], vec![0usize; total]);
-        for_each_piece(&mut |v, b, k, end| {
-            let j = next[b];
-            next[b] += 1;
-            rows[j] = I::from_usize(v);
-            starts[j] = I::from_usize(k);
-            lens[j] = end - k;
+        block_ptr.push(next.entries);
+        debug_assert_eq!(next.slots, e);
+        let mut rows = vec![I::default(); next.entries];
+        let mut cum = vec![I::default(); next.entries + 1];
+        let (mut cols, mut eids) = (vec![I::default(); e], vec![I::default(); e]);
+        let (rows_w, cum_w) = (SharedMut::new(&mut rows), SharedMut::new(&mut cum));
+        let (cols_w, eids_w) = (SharedMut::new(&mut cols), SharedMut::new(&mut eids));
+        let (indices, csr_eids) = (csr.indices(), csr.eids());
+        bounds.par_windows(2).zip(starts).for_each(|(w, mut next)| {
+            for_each_piece(csr, bs, w[0]..w[1], |v, b, slots| {
+                let at = &mut next[b];
+                let end = at.slots + slots.len();
+                // SAFETY: the prefix sums give part p of block b the entry
+                // range and slot range that p counted for b, disjoint from
+                // every other (part, block) pair's, and inside the arrays
+                // (whose lengths are the totals); this closure writes only
+                // inside them, so no element is written twice or by two
+                // threads. `cum` has one more element than `rows`.
+                unsafe {
+                    *rows_w.at(at.entries) = I::from_usize(v);
+                    *cum_w.at(at.entries + 1) = I::from_usize(end);
+                    std::ptr::copy_nonoverlapping(indices.as_ptr().add(slots.start), cols_w.at(at.slots), slots.len());
+                    std::ptr::copy_nonoverlapping(csr_eids.as_ptr().add(slots.start), eids_w.at(at.slots), slots.len());
+                }
+                at.entries += 1;
+                at.slots = end;
+            });
         });
-        let mut cum = Vec::with_capacity(total + 1);
-        let mut acc = 0usize;
-        cum.push(I::from_usize(0));
-        for len in lens {
-            acc += len;
-            cum.push(I::from_usize(acc));
-        }
         Self {
             block_sources: bs,
-            num_rows: csr.num_rows(),
+            num_rows: n,
             num_cols: csr.num_cols(),
-            num_edges: csr.num_edges(),
+            num_edges: e,
             block_ptr,
             rows,
-            starts,
             cum,
+            cols,
+            eids,
         }
     }
 
@@ -113,11 +158,11 @@ impl<I: Index> BlockedCsr<I> {
     /// Heap bytes of the layout.
     pub fn bytes(&self) -> usize {
         self.block_ptr.len() * std::mem::size_of::<usize>()
-            + (self.rows.len() + self.starts.len() + self.cum.len()) * std::mem::size_of::<I>()
+            + (self.rows.len() + self.cum.len() + self.cols.len() + self.eids.len()) * std::mem::size_of::<I>()
     }
 
-    /// Whether the layout was built from a CSR of this shape (what makes its
-    /// slot ranges in bounds for `csr`).
+    /// Whether the layout was built from a CSR of this shape: what keeps its
+    /// rows, source ids and edge ids in bounds for `csr`'s operands.
     pub fn matches(&self, csr: &CsrView<'_, I>) -> bool {
         (self.num_rows, self.num_cols, self.num_edges) == (csr.num_rows(), csr.num_cols(), csr.num_edges())
     }
@@ -127,18 +172,49 @@ impl<I: Index> BlockedCsr<I> {
         self.block_ptr[b]..self.block_ptr[b + 1]
     }
 
-    /// `(row, CSR slot range)` of entry `j`.
+    /// `(row, slot range)` of entry `j`.
     #[inline(always)]
     pub(crate) fn entry(&self, j: usize) -> (usize, std::ops::Range<usize>) {
-        let start = self.starts[j].to_usize();
-        let len = self.cum[j + 1].to_usize() - self.cum[j].to_usize();
-        (self.rows[j].to_usize(), start..start + len)
+        (self.rows[j].to_usize(), self.cum[j].to_usize()..self.cum[j + 1].to_usize())
     }
 
-    /// Edges before entry `j` (over all blocks): the weight prefix for balancing.
+    /// Slots before entry `j` (over all blocks): the weight prefix for balancing.
     #[inline]
-    pub(crate) fn edges_before(&self, j: usize) -> usize {
+    pub(crate) fn slots_before(&self, j: usize) -> usize {
         self.cum[j].to_usize()
+    }
+
+    /// Source ids of the slots.
+    pub(crate) fn cols(&self) -> &[I] {
+        &self.cols
+    }
+
+    /// Edge ids of the slots.
+    pub(crate) fn eids(&self) -> &[I] {
+        &self.eids
+    }
+}
+
+/// Calls `f(row, block, slots)` for every maximal run of a row's slots that
+/// falls into one block, rows in order. Rows are sorted by source id, so a
+/// row's blocks ascend and each block's slots are one run.
+fn for_each_piece<I: Index>(
+    csr: &CsrView<'_, I>,
+    block_sources: usize,
+    rows: std::ops::Range<usize>,
+    mut f: impl FnMut(usize, usize, std::ops::Range<usize>),
+) {
+    let indices = csr.indices();
+    for v in rows {
+        let range = csr.row_range(v);
+        let mut k = range.start;
+        while k < range.end {
+            let b = indices[k].to_usize() / block_sources;
+            let limit = (b + 1) * block_sources;
+            let end = k + 1 + indices[k + 1..range.end].partition_point(|c| c.to_usize() < limit);
+            f(v, b, k..end);
+            k = end;
+        }
     }
 }
 
@@ -146,22 +222,84 @@ impl<I: Index> BlockedCsr<I> {
 mod tests {
     use super::*;
 
+    /// Per block, its entries: (row, [(source, edge id)]).
+    type Pieces = Vec<Vec<(usize, Vec<(usize, usize)>)>>;
+
+    fn pieces<I: Index>(b: &BlockedCsr<I>) -> Pieces {
+        (0..b.num_blocks())
+            .map(|blk| {
+                b.block(blk)
+                    .map(|j| {
+                        let (v, slots) = b.entry(j);
+                        (v, slots.map(|k| (b.cols()[k].to_usize(), b.eids()[k].to_usize())).collect())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     #[test]
-    fn pieces_cover_every_edge_once_in_block_order() {
-        // Row 0: sources 0 1 4 5 8; row 1: none; row 2: 3 3 9.
+    fn blocks_hold_every_edge_once_in_row_order() {
+        // Row 0: sources 0 1 4 5 8; row 1: none; row 2: 3 3 9 (edge ids permuted).
         let indptr = [0i32, 5, 5, 8];
         let indices = [0i32, 1, 4, 5, 8, 3, 3, 9];
-        let eids = [0i32, 1, 2, 3, 4, 5, 6, 7];
+        let eids = [7i32, 1, 2, 3, 4, 0, 6, 5];
         // SAFETY: the arrays satisfy the CsrView invariants (sorted rows, ids < 10).
         let csr = unsafe { CsrView::new_unchecked(&indptr, &indices, &eids, 10) };
         let b = BlockedCsr::build(&csr, 4);
         assert_eq!(b.num_blocks(), 3);
-        let pieces: Vec<Vec<(usize, std::ops::Range<usize>)>> =
-            (0..3).map(|blk| b.block(blk).map(|j| b.entry(j)).collect()).collect();
-        assert_eq!(pieces[0], vec![(0, 0..2), (2, 5..7)]);
-        assert_eq!(pieces[1], vec![(0, 2..4)]);
-        assert_eq!(pieces[2], vec![(0, 4..5), (2, 7..8)]);
+        assert_eq!(
+            pieces(&b),
+            vec![
+                vec![(0, vec![(0, 7), (1, 1)]), (2, vec![(3, 0), (3, 6)])],
+                vec![(0, vec![(4, 2), (5, 3)])],
+                vec![(0, vec![(8, 4)]), (2, vec![(9, 5)])],
+            ]
+        );
         assert!(b.matches(&csr));
-        assert!(b.bytes() > 0);
+        assert_eq!(b.num_entries(), 5);
+        assert_eq!(b.bytes(), 4 * 8 + (5 + 6 + 8 + 8) * 4);
+    }
+
+    #[test]
+    fn parallel_build_matches_a_sequential_walk() {
+        // 3000 rows, skewed sources: many parts and many blocks.
+        let (n, per_row) = (3000usize, 9usize);
+        let mut indptr = vec![0i64];
+        let mut indices = Vec::new();
+        for v in 0..n {
+            let mut row: Vec<i64> =
+                (0..per_row).map(|k| ((v * 7919 + k * k * 104_729) % (v % 50 + 1) * 60) as i64).collect();
+            row.sort_unstable();
+            indices.extend(row);
+            indptr.push(indices.len() as i64);
+        }
+        // Edge ids: the rows in reverse order, ascending within each row.
+        let e = indices.len() as i64;
+        let eids: Vec<i64> = (0..n)
+            .flat_map(|v| {
+                let (a, b) = (indptr[v], indptr[v + 1]);
+                (a..b).map(move |k| e - b + (k - a))
+            })
+            .collect();
+        // SAFETY: rows are sorted, ids < 3000, and `eids` is a permutation
+        // of 0..E ascending within each row.
+        let csr = unsafe { CsrView::new_unchecked(&indptr, &indices, &eids, 3000) };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        for bs in [1, 7, 64, 1000, 5000] {
+            let b = pool.install(|| BlockedCsr::build(&csr, bs));
+            let mut want: Pieces = vec![Vec::new(); b.num_blocks()];
+            for v in 0..n {
+                for k in csr.row_range(v) {
+                    let blk = indices[k] as usize / bs;
+                    let list = &mut want[blk];
+                    if list.last().is_none_or(|(r, _)| *r != v) {
+                        list.push((v, Vec::new()));
+                    }
+                    list.last_mut().unwrap().1.push((indices[k] as usize, eids[k] as usize));
+                }
+            }
+            assert_eq!(pieces(&b), want, "block size {bs}");
+        }
     }
 }

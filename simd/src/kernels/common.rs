@@ -17,6 +17,23 @@ pub(crate) fn pick(target: Target, u: usize, e: usize, v: usize) -> usize {
     }
 }
 
+/// The source ids and edge ids of the slots a pass walks: a CSR's own
+/// arrays (plain pass) or a blocked layout's copies. Every id is in bounds
+/// for the operands of the call (a validated CSR, or a layout that
+/// [`super::BlockedCsr::matches`] it).
+#[derive(Clone, Copy)]
+pub(crate) struct EdgeIds<'a, I: Index> {
+    pub cols: &'a [I],
+    pub eids: &'a [I],
+}
+
+impl<'a, I: Index> EdgeIds<'a, I> {
+    /// The slots of `csr` itself.
+    pub fn of(csr: &CsrView<'a, I>) -> Self {
+        Self { cols: csr.indices(), eids: csr.eids() }
+    }
+}
+
 /// One operand tensor as the kernels read it.
 #[derive(Clone, Copy)]
 pub(crate) struct Operand<'a> {
@@ -167,12 +184,13 @@ pub(crate) unsafe fn dot<O: BinaryOp, S: Simd>(s: S, a: *const f32, b: *const f3
             acc[0] = O::accumulate_vec(s, s.load(a.add(j)), s.load(b.add(j)), acc[0]);
             j += l;
         }
-        let mut sum = s.reduce_sum(s.add(s.add(acc[0], acc[1]), s.add(acc[2], acc[3])));
-        while j < k {
-            sum += O::apply(*a.add(j), *b.add(j));
-            j += 1;
+        // The tail as one masked step: masked-off lanes load 0 in both
+        // operands and add 0·0 = +0 (multi-head dots are often K = 8 < 16
+        // lanes, which a scalar tail ran at one element per FMA).
+        if j < k {
+            acc[1] = O::accumulate_vec(s, s.load_partial(a.add(j), k - j), s.load_partial(b.add(j), k - j), acc[1]);
         }
-        sum
+        s.reduce_sum(s.add(s.add(acc[0], acc[1]), s.add(acc[2], acc[3])))
     }
 }
 

@@ -1,26 +1,38 @@
 //! Edge-parallel g-SDDMM: `out[e] = φ(lhs[a(e)], rhs[b(e)])`.
 //!
 //! ```text
-//! par over nnz-balanced row ranges of the chosen CSR:   <- one `vectorize` per task
-//!   for r in rows:                                        <- row operand stays hot in L1
-//!     for k in row(r): e = eid[k]; (u, v) from (r, col[k])
-//!       for slot in plan: out[e][slot] = φ(lhs slot, rhs slot)   (dot: 4-accumulator K-dot)
+//! plain pass, over the chosen CSR:
+//!   par over nnz-balanced row ranges:                    <- one `vectorize` per task
+//!     for r in rows:                                      <- row operand stays hot in L1
+//!       for k in row(r): edge_messages(r, k)
+//! blocked pass, over the in-CSR's source blocks (traffic model, see `tuning`):
+//!   for block in source blocks (ascending):              <- all workers share one block
+//!     par over nnz-balanced entries (v, slots) of the block:
+//!       for k in slots: edge_messages(v, k)               <- source rows hit the cache
+//! edge_messages(r, k): e = eid[k]; (u, v) from (r, col[k]);
+//!   prefetch the gathered rows of slot k + distance;
+//!   for slot in plan: out[e][slot] = φ(lhs slot, rhs slot)   (dot: K-long dot)
 //! ```
 //!
-//! Locality: traversing the rows of a CSR keeps one operand row (the row's
-//! node) in L1 and gathers the other in ascending id order, while the
-//! output row goes to `out[eid]`. Which CSR to walk is decided once per
-//! graph by [`sddmm_order`]: the one whose edge ids are most often
-//! consecutive, so output writes stream instead of scattering (a graph
-//! built from source-sorted COO walks its out-CSR and writes sequentially;
-//! one built from a CSC walks its in-CSR).
+//! Locality: walking the rows of a CSR keeps one operand row (the row's
+//! node) in L1 and gathers the other by column id, while the output row goes
+//! to `out[eid]`. Which CSR to walk is decided once per graph by
+//! [`sddmm_order`]: the one whose edge ids are most often consecutive, so
+//! output writes stream instead of scattering (a graph built from
+//! source-sorted COO walks its out-CSR and writes sequentially; one built
+//! from a CSC walks its in-CSR). When neither is (edges in random order),
+//! the gathered source rows and the scattered `out[eid]` writes are both
+//! random lines; source blocking turns the gathers into cache hits, leaving
+//! the writes — measured on 2^24 edges at d = 32 in `docs/PERFORMANCE.md`.
 
-use super::common::{Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots};
+use super::blocked::BlockedCsr;
+use super::common::{EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots};
 use crate::Index;
 use crate::error::KernelError;
 use crate::isa::{Simd, Task};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, Target};
+use crate::tuning::{BlockPlan, GatherShape, active_tuning, plan_blocking};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
@@ -55,17 +67,51 @@ pub struct SddmmArgs<'a, I: Index> {
     pub out: &'a mut [f32],
 }
 
-/// Runs the g-SDDMM at the thread's active ISA level.
-pub fn sddmm<O: BinaryOp, I: Index>(args: SddmmArgs<'_, I>) -> Result<(), KernelError> {
-    crate::isa::with_token(crate::isa::active_level(), SddmmEntry::<O, I> { args, _op: PhantomData })
+/// What the traffic model decides for `args` under the thread's active
+/// tuning: `None` = plain pass. Only an in-CSR walk that gathers source rows
+/// can block; `hot(k)` is as for [`super::spmm_blocking`]. The caller builds
+/// (and caches) the [`BlockedCsr`] of the in-CSR and passes it to [`sddmm`].
+pub fn sddmm_blocking<O: BinaryOp, I: Index>(
+    args: &SddmmArgs<'_, I>,
+    hot: impl FnOnce(usize) -> f64,
+) -> Option<BlockPlan> {
+    if args.order != SddmmOrder::InCsr || args.plan.out_len == 0 {
+        return None;
+    }
+    let (plan, lt, rt) = (args.plan, args.lhs_target, args.rhs_target);
+    let bytes = |target: Target| {
+        let l = if O::USE_LHS && lt == target { plan.lhs_len } else { 0 };
+        let r = if O::USE_RHS && rt == target { plan.rhs_len } else { 0 };
+        4 * (l + r)
+    };
+    let shape = GatherShape {
+        num_src: args.csr.num_cols(),
+        num_dst: args.csr.num_rows(),
+        num_edges: args.csr.num_edges(),
+        gathered_row_bytes: bytes(Target::Src),
+        dst_row_bytes: bytes(Target::Dst),
+        dst_rows_written: false,
+        index_bytes: std::mem::size_of::<I>(),
+    };
+    plan_blocking(&shape, active_tuning(), hot).map(|p| BlockPlan { tile_bytes: 0, ..p })
 }
 
-struct SddmmEntry<'a, O, I: Index> {
+/// Runs the g-SDDMM at the thread's active ISA level, over the source
+/// blocks of `blocked` (a layout of the in-CSR) when given.
+pub fn sddmm<O: BinaryOp, I: Index>(
+    args: SddmmArgs<'_, I>,
+    blocked: Option<&BlockedCsr<I>>,
+) -> Result<(), KernelError> {
+    crate::isa::with_token(crate::isa::active_level(), SddmmEntry::<O, I> { args, blocked, _op: PhantomData })
+}
+
+struct SddmmEntry<'a, 'b, O, I: Index> {
     args: SddmmArgs<'a, I>,
+    blocked: Option<&'b BlockedCsr<I>>,
     _op: PhantomData<O>,
 }
 
-impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, O, I> {
+impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
     type Output = Result<(), KernelError>;
     fn run<S: Simd>(self, s: S) -> Self::Output {
         let SddmmArgs { csr, order, lhs_target, rhs_target, plan, lhs, rhs, out } = self.args;
@@ -85,82 +131,190 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, O, I> {
             (rhs, rows_of(rhs_target)),
             (out.len(), csr.num_edges()),
         )?;
+        if let Some(layout) = self.blocked
+            && (order != SddmmOrder::InCsr || !layout.matches(&csr))
+        {
+            return Err(KernelError {
+                what: "blocked layout edges (built for another graph or orientation)",
+                expected: csr.num_edges(),
+                actual: layout.num_entries(),
+            });
+        }
         if plan.out_len == 0 || csr.num_edges() == 0 {
             return Ok(());
         }
+        // The operand side a walk gathers by column id.
+        let column = if order == SddmmOrder::InCsr { Target::Src } else { Target::Dst };
+        let gathered = |used: bool, t: Target| used && (t == column || t == Target::Edge);
         let ctx = Ctx {
-            csr,
+            ids: EdgeIds::of(&csr),
             rows_are_dst: order == SddmmOrder::InCsr,
             lhs: Operand { data: lhs, row_len: plan.lhs_len, target: lhs_target, contiguous: plan.lhs_contiguous },
             rhs: Operand { data: rhs, row_len: plan.rhs_len, target: rhs_target, contiguous: plan.rhs_contiguous },
+            prefetch_lhs: gathered(O::USE_LHS, lhs_target),
+            prefetch_rhs: gathered(O::USE_RHS, rhs_target),
             out_len: plan.out_len,
             slots: &slots,
             out: SharedMut::new(out),
+            prefetch: active_tuning().prefetch_distance,
         };
-        let n = csr.num_rows();
-        let indptr = csr.indptr();
-        let bounds = balanced_bounds(n, num_parts(csr.num_edges() + n), |i| indptr[i].to_usize() + i);
-        bounds.par_windows(2).for_each(|w| {
-            s.vectorize(SddmmRows::<O, I> { ctx, rows: w[0]..w[1], _op: PhantomData });
-        });
+        match self.blocked {
+            None => {
+                let n = csr.num_rows();
+                let indptr = csr.indptr();
+                let bounds = balanced_bounds(n, num_parts(csr.num_edges() + n), |i| indptr[i].to_usize() + i);
+                bounds.par_windows(2).for_each(|w| {
+                    s.vectorize(PlainRows::<O, I> { ctx, csr, rows: w[0]..w[1], _op: PhantomData });
+                });
+            }
+            Some(layout) => {
+                let ctx = Ctx { ids: EdgeIds { cols: layout.cols(), eids: layout.eids() }, ..ctx };
+                for b in 0..layout.num_blocks() {
+                    let entries = layout.block(b);
+                    let first = layout.slots_before(entries.start);
+                    let bounds = balanced_bounds(
+                        entries.len(),
+                        num_parts(layout.slots_before(entries.end) - first + entries.len()),
+                        |i| layout.slots_before(entries.start + i) - first + i,
+                    );
+                    bounds.par_windows(2).for_each(|w| {
+                        let entries = entries.start + w[0]..entries.start + w[1];
+                        s.vectorize(BlockEntries::<O, I> { ctx, layout, entries, _op: PhantomData });
+                    });
+                }
+            }
+        }
         Ok(())
     }
 }
 
 #[derive(Clone, Copy)]
 struct Ctx<'a, I: Index> {
-    csr: CsrView<'a, I>,
+    /// The slots walked: the CSR's (plain) or the in-CSR layout's (blocked).
+    ids: EdgeIds<'a, I>,
     rows_are_dst: bool,
     lhs: Operand<'a>,
     rhs: Operand<'a>,
+    /// Whether lhs / rhs rows are gathered per edge (by column or edge id)
+    /// and so worth prefetching.
+    prefetch_lhs: bool,
+    prefetch_rhs: bool,
     out_len: usize,
     slots: &'a [Slot],
     out: SharedMut<f32>,
+    /// Prefetch distance in slots (0: off).
+    prefetch: usize,
 }
 
-struct SddmmRows<'a, O, I: Index> {
+struct PlainRows<'a, O, I: Index> {
     ctx: Ctx<'a, I>,
+    csr: CsrView<'a, I>,
     rows: std::ops::Range<usize>,
     _op: PhantomData<O>,
 }
 
-impl<O: BinaryOp, I: Index> Task for SddmmRows<'_, O, I> {
+impl<O: BinaryOp, I: Index> Task for PlainRows<'_, O, I> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let ctx = self.ctx;
-        let (indices, eids) = (ctx.csr.indices(), ctx.csr.eids());
-        let zero = s.splat(0.0);
         for r in self.rows {
-            for k in ctx.csr.row_range(r) {
-                // SAFETY: `k` is a slot of the validated CSR, so the column is
-                // below its bound and the edge id below num_edges; operand
-                // lengths and slot extents were checked by `plan_slots`. Edge
-                // `e` occurs once in the CSR, and rows are split disjointly
-                // across tasks, so this task alone writes `out[e]`.
-                unsafe {
-                    let c = indices.get_unchecked(k).to_usize();
-                    let e = eids.get_unchecked(k).to_usize();
-                    let (u, v) = if ctx.rows_are_dst { (c, r) } else { (r, c) };
-                    let lrow = ctx.lhs.row(u, e, v);
-                    let rrow = ctx.rhs.row(u, e, v);
-                    let out = ctx.out.at(e * ctx.out_len);
-                    for sl in ctx.slots {
-                        if O::REDUCES_LAST_DIM {
-                            *out.add(sl.out) = dot::<O, S>(s, lrow.add(sl.lhs), rrow.add(sl.rhs), sl.len);
-                            continue;
-                        }
-                        let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
-                        let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
-                        let m = O::apply_vec(s, a, b);
-                        if sl.len == S::LANES {
-                            s.store(out.add(sl.out), m);
-                        } else {
-                            s.store_partial(out.add(sl.out), m, sl.len);
-                        }
-                    }
+            // SAFETY: the row range of a validated CSR indexes its own id
+            // arrays (`ctx.ids` = the CSR's); rows are split disjointly.
+            unsafe { edge_messages::<O, I, S>(s, &self.ctx, r, self.csr.row_range(r)) };
+        }
+    }
+}
+
+struct BlockEntries<'a, 'b, O, I: Index> {
+    ctx: Ctx<'a, I>,
+    layout: &'b BlockedCsr<I>,
+    entries: std::ops::Range<usize>,
+    _op: PhantomData<O>,
+}
+
+impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        for j in self.entries {
+            let (v, slots) = self.layout.entry(j);
+            // SAFETY: the slot range of an entry indexes the layout's id
+            // arrays (`ctx.ids`); the layout matches the in-CSR, so `v` is a
+            // destination row. Every edge is in one entry of one block and
+            // entries are split disjointly.
+            unsafe { edge_messages::<O, I, S>(s, &self.ctx, v, slots) };
+        }
+    }
+}
+
+/// Messages of the edges in slots `slots` of `ctx.ids`, all on row `r`.
+///
+/// # Safety
+/// `slots` indexes `ctx.ids`, whose column ids are below the column side's
+/// node count and edge ids below `num_edges` (the operand and output row
+/// counts `plan_slots` checked); `r` is a row of that side. No other task
+/// handles these edges: edge `e` occurs once, so this task alone writes `out[e]`.
+#[inline(always)]
+unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    r: usize,
+    slots: std::ops::Range<usize>,
+) {
+    let (cols, eids) = (ctx.ids.cols, ctx.ids.eids);
+    let zero = s.splat(0.0);
+    let ends = |c: usize, e: usize| if ctx.rows_are_dst { (c, e, r) } else { (r, e, c) };
+    for k in slots {
+        let kp = k + ctx.prefetch;
+        if ctx.prefetch > 0 && kp < cols.len() {
+            // The rows slot `kp` will gather (possibly in a later row or
+            // entry). SAFETY: `kp` is a slot of `ctx.ids`, so its ids index
+            // operand rows in bounds; the row-side operand (`r`) is not
+            // prefetched, so any `r` gives an in-bounds address.
+            unsafe {
+                let (u, e, v) = ends(cols.get_unchecked(kp).to_usize(), eids.get_unchecked(kp).to_usize());
+                if ctx.prefetch_lhs {
+                    prefetch_row(s, ctx.lhs.row(u, e, v), ctx.lhs.row_len);
+                }
+                if ctx.prefetch_rhs {
+                    prefetch_row(s, ctx.rhs.row(u, e, v), ctx.rhs.row_len);
                 }
             }
         }
+        // SAFETY: by the function's contract `k` indexes `ctx.ids`, whose
+        // ids are in bounds for the operands and the output; slots lie inside
+        // their rows (`plan_slots`).
+        unsafe {
+            let (u, e, v) = ends(cols.get_unchecked(k).to_usize(), eids.get_unchecked(k).to_usize());
+            let lrow = ctx.lhs.row(u, e, v);
+            let rrow = ctx.rhs.row(u, e, v);
+            let out = ctx.out.at(e * ctx.out_len);
+            for sl in ctx.slots {
+                if O::REDUCES_LAST_DIM {
+                    *out.add(sl.out) = dot::<O, S>(s, lrow.add(sl.lhs), rrow.add(sl.rhs), sl.len);
+                    continue;
+                }
+                let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
+                let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
+                let m = O::apply_vec(s, a, b);
+                if sl.len == S::LANES {
+                    s.store(out.add(sl.out), m);
+                } else {
+                    s.store_partial(out.add(sl.out), m, sl.len);
+                }
+            }
+        }
+    }
+}
+
+/// Prefetches the 64-byte lines of a `len`-float row (at most 8 lines: the
+/// hardware's adjacent-line and stream prefetchers take longer rows).
+/// Prefetches never fault, so any address is fine.
+#[inline(always)]
+fn prefetch_row<S: Simd>(s: S, row: *const f32, len: usize) {
+    let mut off = 0;
+    while off < len.min(128) {
+        s.prefetch(row.wrapping_add(off));
+        off += 16;
     }
 }

@@ -1,115 +1,135 @@
 //! Fused edge softmax over each destination's in-edges, and its backward.
 //!
+//! Two schemes; the caller picks one per call (the backend asks
+//! [`prefers_edge_order`]) by passing the edge destinations for the
+//! two-phase scheme:
+//!
 //! ```text
-//! forward, per destination v (par over nnz-balanced rows), per feature vector:
-//!   m   = max_{e into v} x[e]                    (pass 1: reads logits)
-//!   out[e] = exp(x[e] - m);  s = Σ out[e]        (pass 2: vectorised exp, writes out)
-//!   out[e] = out[e] / s                          (pass 3: row's out lines are in L1/L2)
-//! backward: t = Σ_e g[e]·y[e];  grad[e] = y[e]·(g[e] − t)
+//! row order (three passes per destination row v, per feature vector):
+//!   m = max_{e into v} x[e]                    (pass 1: reads logits, prefetching ahead)
+//!   out[e] = exp(x[e] - m);  s = Σ out[e]      (pass 2: writes out)
+//!   out[e] = out[e] / s                        (pass 3: the row's out lines are in L1/L2)
+//! two phases:
+//!   phase 1, row order:  table[v] = [m | s]   (max pass, then sum pass; reads logits only)
+//!   phase 2, edge order: out[e] = exp(x[e] - m[dst e]) / s[dst e]
+//!                        (streams x, dst and out; reads one table row per edge)
+//! backward: t = Σ_e g[e]·y[e];  grad[e] = y[e]·(g[e] − t)   (same two schemes, table = t)
 //! ```
 //!
-//! No temporaries: the only scratch is the output itself. The exponential
+//! When edge ids are not in CSR order (they are a permutation: generated
+//! and most real edge lists), every `x[e]` / `out[e]` access of the row-order
+//! scheme is a random line, and a written line is first read for ownership
+//! and later written back. The two-phase scheme keeps the random reads of
+//! phase 1 but writes the output in edge order, paying instead one read of
+//! the node's table row — a narrow table (1–4 heads: 8–32 bytes per node) is
+//! largely cache-resident. For wide rows (`[E, 32]`) the table (256 bytes per
+//! node) costs more than the output lines it saves, and the row-order scheme
+//! runs. Both prefetch the logits (and output) lines of the edge
+//! `prefetch_distance` slots ahead across row boundaries, so many misses are
+//! in flight at once.
+//!
+//! Temporaries: the two-phase scheme's node table (`N × 2d` floats forward,
+//! `N × d` backward), never anything proportional to `E`. The exponential
 //! is [`crate::math::exp_nonpositive`] (max relative error 2 ulp on the
-//! softmax domain); NaN logits make their destination's outputs NaN, as in
-//! the reference. Feature rows narrower than a vector use masked loads.
+//! softmax domain); a NaN or `+inf` logit makes its destination's outputs
+//! NaN, as in the reference (its max ignores NaN, the sum then does not).
 
 use super::common::{SharedMut, balanced_bounds, num_parts};
 use crate::Index;
 use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
-use crate::layout::CsrView;
+use crate::layout::{CsrView, EdgeDst};
 use crate::math::exp_nonpositive;
+use crate::tuning::{LINE_RANDOM, LINE_STREAMED, active_tuning, cache_budget};
 use rayon::prelude::*;
 
-/// `out = edge_softmax(logits)` over the in-edges of each row of `csr`
-/// (an in-CSR), elementwise over `row_len` features per edge.
+/// Whether the two-phase scheme is expected to move fewer random lines than
+/// the row-order one, for a graph of `num_dst` destinations and `num_edges`
+/// edges with `d` features per edge and `table_floats` floats per node in
+/// the node table (`2d` forward, `d` backward).
+///
+/// Row order: the output row of each edge is a random line read for
+/// ownership and later written back (`1.5 · lines(4d)` random lines).
+/// Two phases: the node table row, cached with the probability that a
+/// random node's row is within the cache budget, plus streaming the logits,
+/// the output and the destination ids. Small problems (everything within the
+/// budget) keep the row-order scheme, which needs no table.
+pub fn prefers_edge_order(num_dst: usize, num_edges: usize, d: usize, table_floats: usize) -> bool {
+    let budget = cache_budget() as f64;
+    let lines = |bytes: usize| bytes.div_ceil(64) as f64;
+    if (num_edges * d * 4) as f64 <= budget || num_dst == 0 {
+        return false;
+    }
+    let table_bytes = (num_dst * table_floats * 4) as f64;
+    let cached = (budget / table_bytes).min(1.0);
+    let two =
+        lines(4 * table_floats) * (1.0 - cached) * LINE_RANDOM + (3.0 * 4.0 * d as f64 + 4.0) / 64.0 * LINE_STREAMED;
+    let row = lines(4 * d) * 1.5 * LINE_RANDOM;
+    two < row
+}
+
+/// `out = edge_softmax(logits)` over the in-edges of each row of `csr` (an
+/// in-CSR), elementwise over `row_len` features per edge. With `dst` (the
+/// destination of every edge of the same graph) the two-phase scheme runs,
+/// without it the row-order scheme.
 pub fn edge_softmax<I: Index>(
     csr: CsrView<'_, I>,
+    dst: Option<EdgeDst<'_, I>>,
     logits: &[f32],
     row_len: usize,
     out: &mut [f32],
 ) -> Result<(), KernelError> {
-    check_len("edge_softmax logits elements", csr.num_edges() * row_len, logits.len())?;
-    check_len("edge_softmax output elements", csr.num_edges() * row_len, out.len())?;
-    drive(Forward { csr, x: logits, d: row_len, out: SharedMut::new(out) });
+    let (e, d, n) = (csr.num_edges(), row_len, csr.num_rows());
+    check_len("edge_softmax logits elements", e * d, logits.len())?;
+    check_len("edge_softmax output elements", e * d, out.len())?;
+    let prefetch = active_tuning().prefetch_distance;
+    match edge_order(&csr, dst)? {
+        None => drive_rows(RowOrder { csr, x: logits, d, out: SharedMut::new(out), prefetch }),
+        Some(dst) => {
+            let mut table = vec![0f32; n * 2 * d];
+            drive_rows(MaxSum { csr, x: logits, d, table: SharedMut::new(&mut table), prefetch });
+            drive_edges(Normalize { dst, x: logits, d, table: &table, out: SharedMut::new(out), prefetch });
+        }
+    }
     Ok(())
 }
 
 /// `grad_logits = y · (g − Σ_row g·y)` from the softmax output `y` and the
-/// output gradient `g`.
+/// output gradient `g`; `dst` as for [`edge_softmax`].
 pub fn edge_softmax_backward<I: Index>(
     csr: CsrView<'_, I>,
+    dst: Option<EdgeDst<'_, I>>,
     y: &[f32],
     g: &[f32],
     row_len: usize,
     grad_logits: &mut [f32],
 ) -> Result<(), KernelError> {
-    let n = csr.num_edges() * row_len;
-    check_len("edge_softmax_backward output elements", n, y.len())?;
-    check_len("edge_softmax_backward gradient elements", n, g.len())?;
-    check_len("edge_softmax_backward logits-gradient elements", n, grad_logits.len())?;
-    drive(Backward { csr, y, g, d: row_len, out: SharedMut::new(grad_logits) });
+    let (e, d, n) = (csr.num_edges(), row_len, csr.num_rows());
+    check_len("edge_softmax_backward output elements", e * d, y.len())?;
+    check_len("edge_softmax_backward gradient elements", e * d, g.len())?;
+    check_len("edge_softmax_backward logits-gradient elements", e * d, grad_logits.len())?;
+    let prefetch = active_tuning().prefetch_distance;
+    match edge_order(&csr, dst)? {
+        None => drive_rows(RowOrderBackward { csr, y, g, d, out: SharedMut::new(grad_logits), prefetch }),
+        Some(dst) => {
+            let mut table = vec![0f32; n * d];
+            drive_rows(RowDot { csr, y, g, d, table: SharedMut::new(&mut table), prefetch });
+            drive_edges(Gradient { dst, y, g, d, table: &table, out: SharedMut::new(grad_logits), prefetch });
+        }
+    }
     Ok(())
 }
 
-/// A per-destination-row kernel over an in-CSR.
-trait RowKernel: Copy + Send + Sync {
-    /// The CSR rows are taken from, and the feature row length.
-    fn shape(&self) -> (usize, usize, usize);
-    /// Edges before row `i` plus `i`: the balancing weight.
-    fn cum(&self, i: usize) -> usize;
-    /// Runs rows `rows` with the vocabulary `s`.
-    fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>);
-}
-
-/// Runs `kernel` over all rows at the active ISA level, nnz-balanced.
-fn drive<K: RowKernel>(kernel: K) {
-    crate::isa::with_token(crate::isa::active_level(), Dispatch(kernel));
-}
-
-struct Dispatch<K>(K);
-
-impl<K: RowKernel> Task for Dispatch<K> {
-    type Output = ();
-    fn run<S: Simd>(self, s: S) {
-        let kernel = self.0;
-        let (rows, edges, d) = kernel.shape();
-        if edges == 0 || d == 0 {
-            return;
-        }
-        let bounds = balanced_bounds(rows, num_parts((edges + rows) * d), |i| kernel.cum(i));
-        bounds.par_windows(2).for_each(|w| s.vectorize(RowsTask { kernel, rows: w[0]..w[1] }));
+/// Checks that `dst` describes the edges and destinations of `csr`.
+fn edge_order<'a, I: Index>(
+    csr: &CsrView<'_, I>,
+    dst: Option<EdgeDst<'a, I>>,
+) -> Result<Option<EdgeDst<'a, I>>, KernelError> {
+    if let Some(d) = dst {
+        check_len("edge destinations", csr.num_edges(), d.ids().len())?;
+        check_len("edge destination bound (rows of the in-CSR)", csr.num_rows(), d.num_dst())?;
     }
-}
-
-struct RowsTask<K> {
-    kernel: K,
-    rows: std::ops::Range<usize>,
-}
-
-impl<K: RowKernel> Task for RowsTask<K> {
-    type Output = ();
-    #[inline(always)]
-    fn run<S: Simd>(self, s: S) {
-        self.kernel.rows(s, self.rows);
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Forward<'a, I: Index> {
-    csr: CsrView<'a, I>,
-    x: &'a [f32],
-    d: usize,
-    out: SharedMut<f32>,
-}
-
-#[derive(Clone, Copy)]
-struct Backward<'a, I: Index> {
-    csr: CsrView<'a, I>,
-    y: &'a [f32],
-    g: &'a [f32],
-    d: usize,
-    out: SharedMut<f32>,
+    Ok(dst)
 }
 
 /// # Safety
@@ -128,12 +148,131 @@ unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
     unsafe { if len == S::LANES { s.store(ptr, v) } else { s.store_partial(ptr, v, len) } }
 }
 
-impl<I: Index> RowKernel for Forward<'_, I> {
-    fn shape(&self) -> (usize, usize, usize) {
-        (self.csr.num_rows(), self.csr.num_edges(), self.d)
+/// Prefetches the lines of `rows` (floats `first .. first + len` of each
+/// array). Prefetches never fault, whatever the address.
+#[inline(always)]
+fn prefetch_rows<S: Simd>(s: S, rows: &[*const f32], first: usize, len: usize) {
+    for &base in rows {
+        let mut off = 0;
+        while off < len {
+            s.prefetch(base.wrapping_add(first + off));
+            off += 16;
+        }
     }
-    fn cum(&self, i: usize) -> usize {
-        self.csr.indptr()[i].to_usize() + i
+}
+
+/// Prefetches edge `eids[k]`'s `d`-float rows of `rows` (no-op past the last slot).
+#[inline(always)]
+fn prefetch_edge<S: Simd, I: Index>(s: S, eids: &[I], k: usize, d: usize, rows: &[*const f32]) {
+    if let Some(e) = eids.get(k) {
+        prefetch_rows(s, rows, e.to_usize() * d, d);
+    }
+}
+
+// ---------------------------------------------------------------- drivers
+
+/// A per-destination-row kernel over an in-CSR.
+trait RowKernel: Copy + Send + Sync {
+    fn csr(&self) -> CsrView<'_, impl Index>;
+    fn d(&self) -> usize;
+    /// Runs rows `rows` with the vocabulary `s`.
+    fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>);
+}
+
+/// A kernel over ranges of edge ids.
+trait EdgeKernel: Copy + Send + Sync {
+    fn num_edges(&self) -> usize;
+    fn d(&self) -> usize;
+    /// Runs edges `edges` with the vocabulary `s`.
+    fn edges<S: Simd>(self, s: S, edges: std::ops::Range<usize>);
+}
+
+/// Runs `kernel` over all rows at the active ISA level, nnz-balanced.
+fn drive_rows<K: RowKernel>(kernel: K) {
+    crate::isa::with_token(crate::isa::active_level(), RowDispatch(kernel));
+}
+
+/// Runs `kernel` over all edge ids at the active ISA level, in equal ranges.
+fn drive_edges<K: EdgeKernel>(kernel: K) {
+    crate::isa::with_token(crate::isa::active_level(), EdgeDispatch(kernel));
+}
+
+struct RowDispatch<K>(K);
+
+impl<K: RowKernel> Task for RowDispatch<K> {
+    type Output = ();
+    fn run<S: Simd>(self, s: S) {
+        let kernel = self.0;
+        let csr = kernel.csr();
+        let (rows, edges, d) = (csr.num_rows(), csr.num_edges(), kernel.d());
+        if edges == 0 || d == 0 {
+            return;
+        }
+        let indptr = csr.indptr();
+        let bounds = balanced_bounds(rows, num_parts((edges + rows) * d), |i| indptr[i].to_usize() + i);
+        bounds.par_windows(2).for_each(|w| s.vectorize(RowsTask { kernel, rows: w[0]..w[1] }));
+    }
+}
+
+struct RowsTask<K> {
+    kernel: K,
+    rows: std::ops::Range<usize>,
+}
+
+impl<K: RowKernel> Task for RowsTask<K> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        self.kernel.rows(s, self.rows);
+    }
+}
+
+struct EdgeDispatch<K>(K);
+
+impl<K: EdgeKernel> Task for EdgeDispatch<K> {
+    type Output = ();
+    fn run<S: Simd>(self, s: S) {
+        let kernel = self.0;
+        let (e, d) = (kernel.num_edges(), kernel.d());
+        if e == 0 || d == 0 {
+            return;
+        }
+        let bounds = balanced_bounds(e, num_parts(e * d), |i| i);
+        bounds.par_windows(2).for_each(|w| s.vectorize(EdgesTask { kernel, edges: w[0]..w[1] }));
+    }
+}
+
+struct EdgesTask<K> {
+    kernel: K,
+    edges: std::ops::Range<usize>,
+}
+
+impl<K: EdgeKernel> Task for EdgesTask<K> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        self.kernel.edges(s, self.edges);
+    }
+}
+
+// ---------------------------------------------------------------- row order
+
+#[derive(Clone, Copy)]
+struct RowOrder<'a, I: Index> {
+    csr: CsrView<'a, I>,
+    x: &'a [f32],
+    d: usize,
+    out: SharedMut<f32>,
+    /// Prefetch distance in CSR slots (0: off).
+    prefetch: usize,
+}
+
+impl<I: Index> RowKernel for RowOrder<'_, I> {
+    fn csr(&self) -> CsrView<'_, impl Index> {
+        self.csr
+    }
+    fn d(&self) -> usize {
+        self.d
     }
     #[inline(always)]
     fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>) {
@@ -151,6 +290,9 @@ impl<I: Index> RowKernel for Forward<'_, I> {
                 unsafe {
                     let mut m = s.splat(f32::NEG_INFINITY);
                     for k in edges.clone() {
+                        if j == 0 && self.prefetch > 0 {
+                            prefetch_edge(s, eids, k + self.prefetch, d, &[x, self.out.at(0)]);
+                        }
                         let e = eids.get_unchecked(k).to_usize();
                         m = s.max(m, load(s, x.add(e * d + j), len));
                     }
@@ -172,12 +314,23 @@ impl<I: Index> RowKernel for Forward<'_, I> {
     }
 }
 
-impl<I: Index> RowKernel for Backward<'_, I> {
-    fn shape(&self) -> (usize, usize, usize) {
-        (self.csr.num_rows(), self.csr.num_edges(), self.d)
+#[derive(Clone, Copy)]
+struct RowOrderBackward<'a, I: Index> {
+    csr: CsrView<'a, I>,
+    y: &'a [f32],
+    g: &'a [f32],
+    d: usize,
+    out: SharedMut<f32>,
+    /// Prefetch distance in CSR slots (0: off).
+    prefetch: usize,
+}
+
+impl<I: Index> RowKernel for RowOrderBackward<'_, I> {
+    fn csr(&self) -> CsrView<'_, impl Index> {
+        self.csr
     }
-    fn cum(&self, i: usize) -> usize {
-        self.csr.indptr()[i].to_usize() + i
+    fn d(&self) -> usize {
+        self.d
     }
     #[inline(always)]
     fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>) {
@@ -193,6 +346,9 @@ impl<I: Index> RowKernel for Backward<'_, I> {
                 unsafe {
                     let mut t = s.splat(0.0);
                     for k in edges.clone() {
+                        if j == 0 && self.prefetch > 0 {
+                            prefetch_edge(s, eids, k + self.prefetch, d, &[g, y, self.out.at(0)]);
+                        }
                         let o = eids.get_unchecked(k).to_usize() * d + j;
                         t = s.mul_add(load(s, g.add(o), len), load(s, y.add(o), len), t);
                     }
@@ -203,6 +359,207 @@ impl<I: Index> RowKernel for Backward<'_, I> {
                     }
                 }
                 j += len;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- two phases
+
+/// Phase 1 forward: `table[v] = [max_e x[e] | Σ_e exp(x[e] − max)]`.
+#[derive(Clone, Copy)]
+struct MaxSum<'a, I: Index> {
+    csr: CsrView<'a, I>,
+    x: &'a [f32],
+    d: usize,
+    /// `num_rows × 2d`; row `v` written by the task owning `v`.
+    table: SharedMut<f32>,
+    prefetch: usize,
+}
+
+impl<I: Index> RowKernel for MaxSum<'_, I> {
+    fn csr(&self) -> CsrView<'_, impl Index> {
+        self.csr
+    }
+    fn d(&self) -> usize {
+        self.d
+    }
+    #[inline(always)]
+    fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>) {
+        let (d, eids) = (self.d, self.csr.eids());
+        let x = self.x.as_ptr();
+        for v in rows {
+            let edges = self.csr.row_range(v);
+            let mut j = 0;
+            while j < d {
+                let len = S::LANES.min(d - j);
+                // SAFETY: edge ids of the validated CSR are below num_edges
+                // (`e·d + j + len <= E·d`, the checked length of `x`); row
+                // `v < num_rows` owns table floats `v·2d .. (v+1)·2d`, and rows
+                // are split disjointly across tasks.
+                unsafe {
+                    let mut m = s.splat(f32::NEG_INFINITY);
+                    for k in edges.clone() {
+                        if j == 0 && self.prefetch > 0 {
+                            prefetch_edge(s, eids, k + self.prefetch, d, &[x]);
+                        }
+                        let e = eids.get_unchecked(k).to_usize();
+                        m = s.max(m, load(s, x.add(e * d + j), len));
+                    }
+                    let mut sum = s.splat(0.0);
+                    for k in edges.clone() {
+                        let e = eids.get_unchecked(k).to_usize();
+                        sum = s.add(sum, exp_nonpositive(s, s.sub(load(s, x.add(e * d + j), len), m)));
+                    }
+                    let row = self.table.at(v * 2 * d);
+                    store(s, row.add(j), m, len);
+                    store(s, row.add(d + j), sum, len);
+                }
+                j += len;
+            }
+        }
+    }
+}
+
+/// Phase 2 forward: `out[e] = exp(x[e] − m[dst e]) / s[dst e]` in edge order.
+#[derive(Clone, Copy)]
+struct Normalize<'a, I: Index> {
+    dst: EdgeDst<'a, I>,
+    x: &'a [f32],
+    d: usize,
+    table: &'a [f32],
+    /// Edge rows, written by the task owning the edge range.
+    out: SharedMut<f32>,
+    prefetch: usize,
+}
+
+impl<I: Index> EdgeKernel for Normalize<'_, I> {
+    fn num_edges(&self) -> usize {
+        self.dst.ids().len()
+    }
+    fn d(&self) -> usize {
+        self.d
+    }
+    #[inline(always)]
+    fn edges<S: Simd>(self, s: S, edges: std::ops::Range<usize>) {
+        let (d, dst) = (self.d, self.dst.ids());
+        let (x, table) = (self.x.as_ptr(), self.table.as_ptr());
+        for e in edges {
+            if self.prefetch > 0 {
+                // The table row of a later edge: the one random read per edge.
+                if let Some(v) = dst.get(e + self.prefetch) {
+                    prefetch_rows(s, &[table], v.to_usize() * 2 * d, 2 * d);
+                }
+            }
+            // SAFETY: `e < num_edges` (the ranges partition `0..num_edges`),
+            // so `e·d + d <= E·d`, the checked lengths of `x` and `out`;
+            // `dst[e] < num_rows` (`EdgeDst`'s contract, its bound checked
+            // against the CSR), so the table row is inside the `num_rows × 2d`
+            // table. Edge ranges are disjoint across tasks.
+            unsafe {
+                let v = dst.get_unchecked(e).to_usize();
+                let row = table.add(v * 2 * d);
+                let mut j = 0;
+                while j < d {
+                    let len = S::LANES.min(d - j);
+                    let ex = exp_nonpositive(s, s.sub(load(s, x.add(e * d + j), len), load(s, row.add(j), len)));
+                    store(s, self.out.at(e * d + j), s.div(ex, load(s, row.add(d + j), len)), len);
+                    j += len;
+                }
+            }
+        }
+    }
+}
+
+/// Phase 1 backward: `table[v] = Σ_e g[e]·y[e]`.
+#[derive(Clone, Copy)]
+struct RowDot<'a, I: Index> {
+    csr: CsrView<'a, I>,
+    y: &'a [f32],
+    g: &'a [f32],
+    d: usize,
+    /// `num_rows × d`; row `v` written by the task owning `v`.
+    table: SharedMut<f32>,
+    prefetch: usize,
+}
+
+impl<I: Index> RowKernel for RowDot<'_, I> {
+    fn csr(&self) -> CsrView<'_, impl Index> {
+        self.csr
+    }
+    fn d(&self) -> usize {
+        self.d
+    }
+    #[inline(always)]
+    fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>) {
+        let (d, eids) = (self.d, self.csr.eids());
+        let (y, g) = (self.y.as_ptr(), self.g.as_ptr());
+        for v in rows {
+            let edges = self.csr.row_range(v);
+            let mut j = 0;
+            while j < d {
+                let len = S::LANES.min(d - j);
+                // SAFETY: as for `MaxSum`: offsets stay below the checked
+                // `E·d`, and table row `v` (`d` floats) belongs to this task.
+                unsafe {
+                    let mut t = s.splat(0.0);
+                    for k in edges.clone() {
+                        if j == 0 && self.prefetch > 0 {
+                            prefetch_edge(s, eids, k + self.prefetch, d, &[g, y]);
+                        }
+                        let o = eids.get_unchecked(k).to_usize() * d + j;
+                        t = s.mul_add(load(s, g.add(o), len), load(s, y.add(o), len), t);
+                    }
+                    store(s, self.table.at(v * d + j), t, len);
+                }
+                j += len;
+            }
+        }
+    }
+}
+
+/// Phase 2 backward: `grad[e] = y[e]·(g[e] − t[dst e])` in edge order.
+#[derive(Clone, Copy)]
+struct Gradient<'a, I: Index> {
+    dst: EdgeDst<'a, I>,
+    y: &'a [f32],
+    g: &'a [f32],
+    d: usize,
+    table: &'a [f32],
+    out: SharedMut<f32>,
+    prefetch: usize,
+}
+
+impl<I: Index> EdgeKernel for Gradient<'_, I> {
+    fn num_edges(&self) -> usize {
+        self.dst.ids().len()
+    }
+    fn d(&self) -> usize {
+        self.d
+    }
+    #[inline(always)]
+    fn edges<S: Simd>(self, s: S, edges: std::ops::Range<usize>) {
+        let (d, dst) = (self.d, self.dst.ids());
+        let (y, g, table) = (self.y.as_ptr(), self.g.as_ptr(), self.table.as_ptr());
+        for e in edges {
+            if self.prefetch > 0
+                && let Some(v) = dst.get(e + self.prefetch)
+            {
+                prefetch_rows(s, &[table], v.to_usize() * d, d);
+            }
+            // SAFETY: as for `Normalize`: `e·d + d <= E·d` and the table row
+            // of `dst[e] < num_rows` is inside the `num_rows × d` table.
+            unsafe {
+                let row = table.add(dst.get_unchecked(e).to_usize() * d);
+                let mut j = 0;
+                while j < d {
+                    let len = S::LANES.min(d - j);
+                    let o = e * d + j;
+                    let yv = load(s, y.add(o), len);
+                    let grad = s.mul(yv, s.sub(load(s, g.add(o), len), load(s, row.add(j), len)));
+                    store(s, self.out.at(o), grad, len);
+                    j += len;
+                }
             }
         }
     }

@@ -25,14 +25,14 @@
 
 use super::blocked::BlockedCsr;
 use super::common::{
-    Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, split_opt, split_rows, target_rows,
+    EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, split_opt, split_rows, target_rows,
 };
 use crate::Index;
 use crate::error::{KernelError, check_len};
-use crate::isa::{IsaLevel, Simd, Task};
+use crate::isa::{Simd, Task};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, ReduceKind, Reducer, Target};
-use crate::tuning::{BlockPlan, Blocking, CacheInfo, SpmmShape, Tuning, active_tuning, plan_blocking};
+use crate::tuning::{BlockPlan, GatherShape, active_tuning, plan_blocking};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
@@ -57,44 +57,29 @@ pub struct SpmmArgs<'a, I: Index> {
 }
 
 /// What the traffic model decides for `args` under the thread's active
-/// tuning: `None` = plain pass. The caller builds (and caches) the
-/// [`BlockedCsr`] for `block_sources` and passes it to [`spmm`].
-pub fn spmm_blocking<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>) -> Option<BlockPlan> {
-    spmm_blocking_with::<O, I>(args, active_tuning())
-}
-
-fn spmm_blocking_with<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>, tuning: Tuning) -> Option<BlockPlan> {
+/// tuning: `None` = plain pass. `hot(k)` is the fraction of edges whose
+/// source is among the `k` most frequent ([`crate::tuning::SourceProfile`]),
+/// asked for only when blocking is a candidate. The caller builds (and
+/// caches) the [`BlockedCsr`] for `block_sources` and passes it to [`spmm`].
+pub fn spmm_blocking<O: BinaryOp, I: Index>(
+    args: &SpmmArgs<'_, I>,
+    hot: impl FnOnce(usize) -> f64,
+) -> Option<BlockPlan> {
     if O::REDUCES_LAST_DIM || args.plan.out_len == 0 {
         return None;
     }
-    let cache = CacheInfo::get();
-    if matches!(tuning.blocking, Blocking::Auto) && cache.l3 > 0 && !cache.l3_trusted {
-        // A reported L3 too large to be credible per CPU is a virtualised
-        // host's shared LLC of unknown effective size. The model would then
-        // count the L2 alone as cache and predict misses for feature rows
-        // that in fact stay in the LLC: on the 2-vCPU dev VM it picked
-        // 64-byte tiles for a 32 MB feature matrix and ran 3-6x slower than
-        // the plain pass (docs/PERFORMANCE.md, "Blocking on a virtualised
-        // L3"). Without a credible LLC size, keep the single pass; forced
-        // blocking (`with_tuning`) still runs.
-        return None;
-    }
     let gathered = |used: bool, target: Target, len: usize| if used && target == Target::Src { len * 4 } else { 0 };
-    let shape = SpmmShape {
+    let shape = GatherShape {
         num_src: args.csr.num_cols(),
         num_dst: args.csr.num_rows(),
         num_edges: args.csr.num_edges(),
         gathered_row_bytes: gathered(O::USE_LHS, args.lhs_target, args.plan.lhs_len)
             + gathered(O::USE_RHS, args.rhs_target, args.plan.rhs_len),
-        out_row_bytes: args.plan.out_len * 4,
+        dst_row_bytes: args.plan.out_len * 4,
+        dst_rows_written: true,
         index_bytes: std::mem::size_of::<I>(),
-        threads: rayon::current_num_threads(),
     };
-    let lanes_bytes = 4 * match crate::isa::active_level() {
-        IsaLevel::Avx512 => 16,
-        _ => 8,
-    };
-    plan_blocking(&shape, tuning, lanes_bytes, cache.per_core_budget())
+    plan_blocking(&shape, active_tuning(), hot)
 }
 
 /// Runs the g-SpMM at the thread's active ISA level, blocked over `blocked`
@@ -135,6 +120,7 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
         }
         let ctx = Ctx {
             csr,
+            ids: EdgeIds::of(&csr),
             lhs: Operand { data: lhs, row_len: plan.lhs_len, target: lhs_target, contiguous: plan.lhs_contiguous },
             rhs: Operand { data: rhs, row_len: plan.rhs_len, target: rhs_target, contiguous: plan.rhs_contiguous },
             needs_eid: (O::USE_LHS && lhs_target == Target::Edge) || (O::USE_RHS && rhs_target == Target::Edge),
@@ -169,6 +155,8 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
 #[derive(Clone, Copy)]
 struct Ctx<'a, I: Index> {
     csr: CsrView<'a, I>,
+    /// The slots the pass walks: the CSR's (plain) or the layout's (blocked).
+    ids: EdgeIds<'a, I>,
     lhs: Operand<'a>,
     rhs: Operand<'a>,
     needs_eid: bool,
@@ -229,7 +217,7 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for PlainRows<'_,
             let base = (v - rows.start) * len;
             let out_row = &mut out[base..base + len];
             let mut sink = ArgSink::<I> {
-                ids: ctx.csr,
+                ids: ctx.ids,
                 arg_u: arg_u.as_deref_mut().map(|a| &mut a[base..base + len]),
                 arg_e: arg_e.as_deref_mut().map(|a| &mut a[base..base + len]),
             };
@@ -282,7 +270,7 @@ struct Chunk<'a>(&'a [Slot]);
 
 /// Writes arg outputs (max/min).
 struct ArgSink<'a, I: Index> {
-    ids: CsrView<'a, I>,
+    ids: EdgeIds<'a, I>,
     arg_u: Option<&'a mut [I]>,
     arg_e: Option<&'a mut [I]>,
 }
@@ -294,14 +282,14 @@ impl<I: Index> ArgSink<'_, I> {
         }
     }
 
-    /// Element `o` was won by CSR slot `k`.
+    /// Element `o` was won by slot `k`.
     #[inline(always)]
     fn set(&mut self, o: usize, k: usize) {
         if let Some(a) = self.arg_u.as_deref_mut() {
-            a[o] = self.ids.indices()[k];
+            a[o] = self.ids.cols[k];
         }
         if let Some(a) = self.arg_e.as_deref_mut() {
-            a[o] = self.ids.eids()[k];
+            a[o] = self.ids.eids[k];
         }
     }
 }
@@ -309,8 +297,8 @@ impl<I: Index> ArgSink<'_, I> {
 /// Accumulates one chunk of `V` slots over `edges` into `acc` / `ord`.
 ///
 /// # Safety
-/// `edges` is a slot range of `ctx.csr`; the slots come from `plan_slots`
-/// for the operands in `ctx`.
+/// `edges` is a slot range of `ctx.ids`, whose ids are in bounds for the
+/// operands; the slots come from `plan_slots` for the operands in `ctx`.
 #[inline(always)]
 unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize, const ARGS: bool>(
     s: S,
@@ -326,17 +314,17 @@ unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize,
         unsafe { accumulate_dense::<O, R, I, S, V, ARGS>(s, ctx, edges, slots, acc, ord) };
         return;
     }
-    let (indices, eids) = (ctx.csr.indices(), ctx.csr.eids());
+    let (indices, eids) = (ctx.ids.cols, ctx.ids.eids);
     let zero = s.splat(0.0);
     let gathers = |op: &Operand<'_>, used: bool| used && op.target != Target::Dst;
     let (pf_l, pf_r) = (gathers(&ctx.lhs, O::USE_LHS), gathers(&ctx.rhs, O::USE_RHS));
     for k in edges.clone() {
         let kp = k + ctx.prefetch;
         if ctx.prefetch > 0 && kp < indices.len() {
-            // The rows edge `kp` will gather (possibly in the next row: the
-            // plain pass walks rows in order). SAFETY: `kp` is a slot of the
-            // CSR, so its ids index operand rows in bounds (`row` with any
-            // `v`: Dst operands are not prefetched).
+            // The rows edge `kp` will gather (possibly in the next row: both
+            // passes walk their slots in order). SAFETY: `kp` is a slot of
+            // `ctx.ids`, so its ids index operand rows in bounds (`row` with
+            // any `v`: Dst operands are not prefetched).
             unsafe {
                 let u = indices.get_unchecked(kp).to_usize();
                 let e = if ctx.needs_eid { eids.get_unchecked(kp).to_usize() } else { 0 };
@@ -354,9 +342,9 @@ unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize,
                 }
             }
         }
-        // SAFETY: `k` is inside the CSR arrays (caller); ids of a validated
-        // CSR are below num_cols / num_edges, the operand row counts checked
-        // by `plan_slots`, and each slot lies inside its operand row.
+        // SAFETY: `k` is a slot of `ctx.ids` (caller), whose ids are below
+        // num_cols / num_edges, the operand row counts checked by
+        // `plan_slots`, and each slot lies inside its operand row.
         unsafe {
             let u = indices.get_unchecked(k).to_usize();
             let e = if ctx.needs_eid { eids.get_unchecked(k).to_usize() } else { 0 };
@@ -407,7 +395,7 @@ unsafe fn accumulate_dense<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: 
     ord: &mut [S::I32; V],
 ) {
     let first = edges.start;
-    let (indices, eids) = (ctx.csr.indices(), ctx.csr.eids());
+    let (indices, eids) = (ctx.ids.cols, ctx.ids.eids);
     let lhs = ctx.lhs.data.as_ptr();
     let (lhs_len, lhs_off) = (ctx.lhs.row_len, slots[0].lhs);
     // One prefetch per 64-byte line of the chunk's span of the row.
@@ -416,17 +404,27 @@ unsafe fn accumulate_dense<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: 
     for k in edges {
         let kp = k + ctx.prefetch;
         if ctx.prefetch > 0 && kp < indices.len() {
-            // SAFETY: `kp` is a CSR slot, so its source id is a valid lhs
-            // row; the chunk's span lies inside the row (checked plan).
+            // SAFETY: `kp` is a slot of `ctx.ids`, so its source id is a
+            // valid lhs row and its edge id a valid rhs row; the chunk's
+            // spans lie inside the rows (checked plan).
             unsafe {
                 let row = lhs.add(indices.get_unchecked(kp).to_usize_valid() * lhs_len + lhs_off);
                 for i in (0..V).step_by(per_line) {
                     s.prefetch(row.add(i * S::LANES));
                 }
+                if O::USE_RHS {
+                    // The edge operand is read by edge id: a random line per
+                    // edge (a miss the gathered rows' prefetch does not cover).
+                    let erow = ctx.rhs.data.as_ptr().add(eids.get_unchecked(kp).to_usize_valid() * ctx.rhs.row_len);
+                    let span = if rhs_vectors { V } else { 1 };
+                    for i in (0..span).step_by(per_line) {
+                        s.prefetch(erow.add(slots[0].rhs + i * S::LANES));
+                    }
+                }
             }
         }
-        // SAFETY: `k` is a slot of the validated CSR (caller): its source id
-        // indexes a row of lhs and its edge id a row of rhs, whose lengths
+        // SAFETY: `k` is a slot of `ctx.ids` (caller): its source id indexes
+        // a row of lhs and its edge id a row of rhs, whose lengths
         // `plan_slots` checked; `dense_gather` put every slot inside them.
         unsafe {
             let row = lhs.add(indices.get_unchecked(k).to_usize_valid() * lhs_len + lhs_off);
@@ -558,14 +556,14 @@ fn dot_row<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
     out_row: &mut [f32],
     sink: &mut ArgSink<'_, I>,
 ) {
-    let (indices, eids) = (ctx.csr.indices(), ctx.csr.eids());
+    let (indices, eids) = (ctx.ids.cols, ctx.ids.eids);
     for sl in ctx.slots {
         let mut acc = R::IDENTITY;
         let mut best: Option<usize> = None;
         for k in edges.clone() {
             let (u, e) = (indices[k].to_usize(), eids[k].to_usize());
-            // SAFETY: ids of the validated CSR index operand rows whose
-            // lengths `plan_slots` checked; the K-long ranges lie inside them.
+            // SAFETY: ids of `ctx.ids` index operand rows whose lengths
+            // `plan_slots` checked; the K-long ranges lie inside them.
             let m =
                 unsafe { dot::<O, S>(s, ctx.lhs.row(u, e, v).add(sl.lhs), ctx.rhs.row(u, e, v).add(sl.rhs), sl.len) };
             if R::HAS_ARG {
@@ -594,7 +592,7 @@ fn blocked_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
     mut arg_e: Option<&mut [I]>,
 ) {
     out.par_iter_mut().for_each(|x| *x = R::IDENTITY);
-    // With args, the winning absolute CSR slot is kept in whichever arg
+    // With args, the winning block-major slot is kept in whichever arg
     // output exists and turned into ids by `finalize_rows`.
     let mut winners: Option<&mut [I]> = if ARGS { arg_u.as_deref_mut().or(arg_e.as_deref_mut()) } else { None };
     if let Some(w) = winners.as_deref_mut() {
@@ -602,16 +600,19 @@ fn blocked_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
     }
     let out_ptr = SharedMut::new(out);
     let win_ptr = winners.map(SharedMut::new);
+    let ids = EdgeIds { cols: layout.cols(), eids: layout.eids() };
     let tile_slots = (tile_bytes / (4 * S::LANES)).max(1);
     for tile in ctx.slots.chunks(tile_slots) {
-        let tctx = Ctx { slots: tile, ..*ctx };
+        let tctx = Ctx { slots: tile, ids, ..*ctx };
         for b in 0..layout.num_blocks() {
+            // All workers share block b, so its feature rows are fetched
+            // into the shared LLC once and reused by every worker.
             let entries = layout.block(b);
-            let first = layout.edges_before(entries.start);
+            let first = layout.slots_before(entries.start);
             let bounds = balanced_bounds(
                 entries.len(),
-                num_parts(layout.edges_before(entries.end) - first + entries.len()),
-                |i| layout.edges_before(entries.start + i) - first + i,
+                num_parts(layout.slots_before(entries.end) - first + entries.len()),
+                |i| layout.slots_before(entries.start + i) - first + i,
             );
             bounds.par_windows(2).for_each(|w| {
                 s.vectorize(BlockRows::<O, R, I, ARGS> {
@@ -625,7 +626,7 @@ fn blocked_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
             });
         }
     }
-    finalize_rows::<R, I>(ctx, out, arg_u, arg_e);
+    finalize_rows::<R, I>(ctx, ids, out, arg_u, arg_e);
 }
 
 struct BlockRows<'a, 'b, O, R, I: Index, const ARGS: bool> {
@@ -647,7 +648,8 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for BlockRows<'_,
             // SAFETY: within one block each row appears in one entry, and
             // the entries of a block are split into disjoint ranges across
             // workers, so this task alone touches row `v` now. The row is in
-            // bounds (the layout matches the CSR) and so are its slots.
+            // bounds (the layout matches the CSR), `edges` is a slot range of
+            // `ctx.ids` (the layout's arrays) and the slots are in the row.
             unsafe {
                 let out_row = out.at(v * ctx.out_len);
                 let win_row = winners.map(|w| w.at(v * ctx.out_len));
@@ -707,9 +709,10 @@ unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: 
 }
 
 /// After the blocked pass: empty rows -> 0 / -1, mean divides, winning
-/// slots (kept in the first arg output) become source and edge ids.
+/// slots of `ids` (kept in the first arg output) become source and edge ids.
 fn finalize_rows<R: Reducer, I: Index>(
     ctx: &Ctx<'_, I>,
+    ids: EdgeIds<'_, I>,
     out: &mut [f32],
     arg_u: Option<&mut [I]>,
     arg_e: Option<&mut [I]>,
@@ -741,9 +744,12 @@ fn finalize_rows<R: Reducer, I: Index>(
                 let Some(slot) = slot else { break };
                 let (u, e) = if edges.is_empty() {
                     (I::NONE, I::NONE)
+                } else if slot == I::NONE {
+                    // No message replaced the identity: every message was
+                    // ±inf, and the row's first edge in CSR order wins.
+                    (csr.indices()[edges.start], csr.eids()[edges.start])
                 } else {
-                    let k = if slot == I::NONE { edges.start } else { slot.to_usize() };
-                    (csr.indices()[k], csr.eids()[k])
+                    (ids.cols[slot.to_usize()], ids.eids[slot.to_usize()])
                 };
                 if let Some(a) = ae.as_deref_mut() {
                     a[o] = e;

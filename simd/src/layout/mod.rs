@@ -1,9 +1,11 @@
 //! Data layouts shared by every backend: the validated CSR view kernels
-//! traverse, and the broadcasting plan that maps output elements to operand
-//! elements.
+//! traverse, the validated edge-to-destination map, and the broadcasting
+//! plan that maps output elements to operand elements.
 
 mod broadcast;
 mod csr;
+mod edge_dst;
 
 pub use broadcast::{BroadcastError, BroadcastPlan, OperandShape, Run};
 pub use csr::CsrView;
+pub use edge_dst::EdgeDst;

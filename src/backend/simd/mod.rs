@@ -1,0 +1,209 @@
+//! The hand-tuned CPU backend: `gnnkern-simd`'s kernel templates behind
+//! [`Backend`].
+//!
+//! This adapter only maps validated calls onto the kernels and owns the
+//! per-graph caches the kernels need, stored with [`Graph::cached`]:
+//! - the source-occurrence profile ([`SourceProfile`]) the traffic model
+//!   reads, built the first time a call on the graph is large enough for
+//!   blocking to be a candidate;
+//! - the source-blocked layout ([`BlockedCsr`]) for each block size the
+//!   traffic model picked, built on first use (DGL rebuilds its blocks on
+//!   every call) and shared by g-SpMM and g-SDDMM; its memory is reported
+//!   by [`cache_bytes`];
+//! - the timed trials that confirm each blocking choice ([`trials`]);
+//! - the CSR that g-SDDMM walks ([`SddmmOrder`]), decided once per graph.
+//!
+//! [`last_pass`] tells which pass the last op on this thread ran.
+//!
+//! The ISA level is read by the kernels on the calling thread
+//! (`GNNKERN_ISA`, [`gnnkern_simd::isa::with_level`]); blocking and tiling
+//! follow [`gnnkern_simd::tuning::with_tuning`].
+
+use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, SddmmCall, SpmmCall};
+use crate::graph::Graph;
+use crate::{Error, Index, Result};
+use gnnkern_simd::KernelError;
+use gnnkern_simd::kernels::{self, BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs};
+use gnnkern_simd::layout::{CsrView, EdgeDst};
+use gnnkern_simd::op::{BinaryOp, Reducer};
+use gnnkern_simd::tuning::SourceProfile;
+use std::any::TypeId;
+use std::cell::Cell;
+use std::sync::{Arc, Mutex};
+use trials::Signature;
+
+pub mod trials;
+
+/// The SIMD backend (AVX-512 / AVX2 / portable, chosen per call).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Simd;
+
+/// Blocked layouts of one graph orientation, one per block size used.
+struct BlockCache<I: Index> {
+    layouts: Mutex<Vec<Arc<BlockedCsr<I>>>>,
+}
+
+impl<I: Index> Default for BlockCache<I> {
+    fn default() -> Self {
+        Self { layouts: Mutex::new(Vec::new()) }
+    }
+}
+
+/// Which pass a g-SpMM or g-SDDMM ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassKind {
+    /// One pass over the CSR.
+    Plain,
+    /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
+    Blocked { block_sources: usize, num_blocks: usize },
+}
+
+thread_local! {
+    static LAST_PASS: Cell<Option<PassKind>> = const { Cell::new(None) };
+}
+
+/// The pass the last g-SpMM or g-SDDMM of this thread ran on the SIMD
+/// backend (`None` before any).
+pub fn last_pass() -> Option<PassKind> {
+    LAST_PASS.with(Cell::get)
+}
+
+fn note_pass<I: Index>(layout: Option<(&BlockedCsr<I>, usize)>) {
+    let kind = match layout {
+        None => PassKind::Plain,
+        Some((l, _)) => PassKind::Blocked { block_sources: l.block_sources(), num_blocks: l.num_blocks() },
+    };
+    LAST_PASS.with(|c| c.set(Some(kind)));
+}
+
+/// The CSR g-SDDMM walks on one graph orientation.
+struct SddmmOrderCache(SddmmOrder);
+
+/// How often each source occurs in one orientation's in-CSR.
+struct ProfileCache(SourceProfile);
+
+/// `hot(k)` for the traffic model: the fraction of `graph`'s edges whose
+/// source is among the `k` most frequent, from the cached profile. A
+/// failure to build the profile (it only reads the in-CSR) counts as "no
+/// source is hot", which can only favour blocking's cache-friendly pass.
+fn hot_fraction<I: Index>(graph: &Graph<I>) -> impl FnOnce(usize) -> f64 + '_ {
+    move |k| {
+        graph
+            .cached(|| Ok(ProfileCache(SourceProfile::of(&graph.in_csr().view()))))
+            .map_or(0.0, |p| p.0.hot_fraction(k))
+    }
+}
+/// Heap bytes of the blocked layouts this backend has cached for `graph`
+/// (its orientation), 0 if none was built.
+pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
+    graph
+        .cached(|| Ok(BlockCache::<I>::default()))
+        .map(|c| lock(&c.layouts).iter().map(|l| l.bytes()).sum())
+        .unwrap_or(0)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The cached layout of `graph`'s in-CSR with `block_sources` per block.
+fn blocked_layout<I: Index>(graph: &Graph<I>, block_sources: usize) -> Result<Arc<BlockedCsr<I>>> {
+    let cache = graph.cached(|| Ok(BlockCache::<I>::default()))?;
+    let mut layouts = lock(&cache.layouts);
+    if let Some(l) = layouts.iter().find(|l| l.block_sources() == block_sources) {
+        return Ok(Arc::clone(l));
+    }
+    let layout = Arc::new(BlockedCsr::build(&graph.in_csr().view(), block_sources));
+    log::debug!(
+        "built blocked layout: {} blocks of {} sources, {} bytes",
+        layout.num_blocks(),
+        block_sources,
+        layout.bytes()
+    );
+    layouts.push(Arc::clone(&layout));
+    Ok(layout)
+}
+
+/// The edge destinations for edge softmax's two-phase scheme, when it would
+/// run (building the COO only then).
+fn edge_order<I: Index>(graph: &Graph<I>, d: usize, table_floats: usize) -> Option<EdgeDst<'_, I>> {
+    kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, table_floats).then(|| graph.edge_dst())
+}
+
+fn spmm_args<'a, I: Index>(csr: CsrView<'a, I>, c: SpmmCall<'a, I>) -> SpmmArgs<'a, I> {
+    let SpmmCall { lhs_target, rhs_target, plan, lhs, rhs, out, arg_u, arg_e, .. } = c;
+    SpmmArgs { csr, lhs_target, rhs_target, plan, lhs, rhs, out, arg_u, arg_e }
+}
+
+fn sddmm_args<'a, I: Index>(csr: CsrView<'a, I>, order: SddmmOrder, c: SddmmCall<'a, I>) -> SddmmArgs<'a, I> {
+    let SddmmCall { lhs_target, rhs_target, plan, lhs, rhs, out, .. } = c;
+    SddmmArgs { csr, order, lhs_target, rhs_target, plan, lhs, rhs, out }
+}
+
+/// A kernel argument error: validation upstream should make this unreachable.
+fn kernel_error(e: KernelError) -> Error {
+    Error::LengthMismatch { what: e.what, expected: e.expected, actual: e.actual }
+}
+
+impl Backend for Simd {
+    const KIND: BackendKind = BackendKind::Simd;
+
+    fn gspmm<O: BinaryOp, R: Reducer, I: Index>(&self, mut call: SpmmCall<'_, I>) -> Result<()> {
+        let graph = call.graph;
+        let csr = graph.in_csr().view();
+        let sig = Signature {
+            kernel: TypeId::of::<(O, R)>(),
+            lhs: call.lhs_target,
+            rhs: call.rhs_target,
+            lhs_len: call.plan.lhs_len,
+            rhs_len: call.plan.rhs_len,
+            out_len: call.plan.out_len,
+            args: call.arg_u.is_some() || call.arg_e.is_some(),
+        };
+        let plan = kernels::spmm_blocking::<O, I>(&spmm_args(csr, call.reborrow()), hot_fraction(graph));
+        trials::run(graph, sig, plan, &mut |layout| {
+            note_pass(layout);
+            kernels::spmm::<O, R, I>(spmm_args(csr, call.reborrow()), layout).map_err(kernel_error)
+        })
+    }
+
+    fn gsddmm<O: BinaryOp, I: Index>(&self, mut call: SddmmCall<'_, I>) -> Result<()> {
+        let graph = call.graph;
+        let order = graph
+            .cached(|| Ok(SddmmOrderCache(kernels::sddmm_order(&graph.in_csr().view(), &graph.out_csr().view()))))?
+            .0;
+        let csr = match order {
+            SddmmOrder::InCsr => graph.in_csr().view(),
+            SddmmOrder::OutCsr => graph.out_csr().view(),
+        };
+        let sig = Signature {
+            kernel: TypeId::of::<O>(),
+            lhs: call.lhs_target,
+            rhs: call.rhs_target,
+            lhs_len: call.plan.lhs_len,
+            rhs_len: call.plan.rhs_len,
+            out_len: call.plan.out_len,
+            args: false,
+        };
+        // The in-CSR layouts are shared with g-SpMM (same block sizes).
+        let plan = kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph));
+        trials::run(graph, sig, plan, &mut |layout| {
+            note_pass(layout);
+            kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), layout.map(|(l, _)| l))
+                .map_err(kernel_error)
+        })
+    }
+
+    fn edge_softmax<I: Index>(&self, call: EdgeSoftmaxCall<'_, I>) -> Result<()> {
+        let EdgeSoftmaxCall { graph, logits, row_len, out } = call;
+        let dst = edge_order(graph, row_len, 2 * row_len);
+        kernels::edge_softmax(graph.in_csr().view(), dst, logits, row_len, out).map_err(kernel_error)
+    }
+
+    fn edge_softmax_backward<I: Index>(&self, call: EdgeSoftmaxBackwardCall<'_, I>) -> Result<()> {
+        let EdgeSoftmaxBackwardCall { graph, out, grad_out, row_len, grad_logits } = call;
+        let dst = edge_order(graph, row_len, row_len);
+        kernels::edge_softmax_backward(graph.in_csr().view(), dst, out, grad_out, row_len, grad_logits)
+            .map_err(kernel_error)
+    }
+}

@@ -1,0 +1,68 @@
+//! The SIMD backend's blocking trials (`src/backend/simd/trials.rs`): when
+//! the traffic model nominates a blocked pass, calls 1–2 run plain, calls
+//! 3–4 blocked, and every later call runs the pass the timings chose; the
+//! result never depends on which pass ran.
+//!
+//! The model only nominates blocking when the gathered rows exceed the
+//! cache budget, so this binary shrinks the budget to 64 KiB with
+//! `GNNKERN_LLC_BYTES` before the first kernel call (it holds one test so
+//! nothing reads the budget earlier).
+
+mod common;
+
+use common::rng::Rng;
+use gnnkern::backend::simd::{PassKind, cache_bytes, last_pass};
+use gnnkern::op::{BinaryOpKind, ReduceKind, Target};
+use gnnkern::{BackendKind, Exec, Graph, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
+
+const BUDGET: usize = 256 << 10;
+
+#[test]
+fn trials_time_both_passes_then_keep_one_and_results_never_change() {
+    // SAFETY: the only test of this binary sets the variable before any
+    // thread of the library reads the environment.
+    unsafe { std::env::set_var("GNNKERN_LLC_BYTES", BUDGET.to_string()) };
+    let mut rng = Rng::new(11);
+    let (n, e, d) = (20_000, 320_000, 32);
+    let src: Vec<i32> = (0..e).map(|_| rng.below(n) as i32).collect();
+    let dst: Vec<i32> = (0..e).map(|_| rng.below(n) as i32).collect();
+    let g = Graph::<i32>::from_coo(n, n, src, dst).unwrap();
+    let x = Tensor::from_vec(rng.signed_vec(n * d, 0.1, 1.0), vec![n, d]).unwrap();
+    let simd = Exec::forced(BackendKind::Simd);
+
+    let spmm = || {
+        let mut out = Tensor::zeros(&[n, d]).unwrap();
+        let io = SpmmIo { lhs: Some(x.view()), rhs: None, out: out.view_mut(), arg_u: None, arg_e: None };
+        simd.gspmm(&g, SpmmSpec::copy(Target::Src, ReduceKind::Sum), io).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let sddmm = || {
+        let mut out = Tensor::zeros(&[e, 1]).unwrap();
+        let io = SddmmIo { lhs: Some(x.view()), rhs: Some(x.view()), out: out.view_mut() };
+        simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+
+    // Both signatures share the layout of one block size.
+    let mut any_kept = false;
+    for (name, run) in [("copy_u_sum", &spmm as &dyn Fn() -> (Vec<f32>, PassKind)), ("u_dot_v", &sddmm)] {
+        let calls: Vec<(Vec<f32>, PassKind)> = (0..7).map(|_| run()).collect();
+        let passes: Vec<PassKind> = calls.iter().map(|c| c.1).collect();
+        let blocked =
+            |p: &PassKind| matches!(p, PassKind::Blocked { block_sources, .. } if *block_sources == BUDGET / (4 * d));
+        assert_eq!(&passes[..2], &[PassKind::Plain; 2], "{name}: calls 1-2 run plain ({passes:?})");
+        assert!(passes[2..4].iter().all(blocked), "{name}: calls 3-4 run blocked at the budget ({passes:?})");
+        assert!(passes[4..].iter().all(|p| *p == passes[4]), "{name}: the decision sticks ({passes:?})");
+        for (i, c) in calls.iter().enumerate() {
+            assert!(
+                c.0.iter().zip(&calls[0].0).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{name}: call {} ({:?}) differs from call 1 (plain)",
+                i + 1,
+                c.1
+            );
+        }
+        // A layout no decided signature uses is released.
+        any_kept |= blocked(&passes[4]);
+        assert_eq!(cache_bytes(&g) > 0, any_kept, "{name}: layout cached iff a signature kept it ({passes:?})");
+    }
+}
