@@ -39,6 +39,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// Calls of one signature on one graph until the pass is decided (two
+/// plain, two blocked); from call `CALLS_TO_DECIDE + 1` on, every call runs
+/// the chosen pass. Benchmarks warm up at least this many calls.
+pub const CALLS_TO_DECIDE: usize = 4;
+
 /// A blocked pass must take less than this fraction of the plain pass's
 /// time to be kept (the plain pass needs no layout memory).
 pub const TRIAL_MARGIN: f64 = 0.9;
