@@ -3,8 +3,11 @@
 //!
 //! ```text
 //! cargo run --release -p gnnkern-simd --example kernel_bench -- \
-//!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate]
+//!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate] \
+//!     [--ops spmm,sddmm,softmax] [--softmax-rows 1,4]
 //! ```
+//!
+//! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits).
 //!
 //! Prints one TSV line per case: graph, op, d, variant, median ms, GB/s
 //! against the minimum-traffic model of the case, checksum. `--dump DIR`
@@ -361,12 +364,15 @@ fn main() {
         }
     }
     if ops.contains("softmax") {
-        let logits = aligned_vec::AVec::<f32>::from_iter(64, w.iter().map(|v| v * 8.0));
+        let heads: Vec<usize> = get("--softmax-rows", "1,4").split(',').map(|s| s.parse().unwrap()).collect();
+        let hmax = *heads.iter().max().unwrap();
+        let logits = aligned_vec::AVec::<f32>::from_iter(64, (0..e * hmax).map(|_| rng.unit() as f32 * 8.0));
         // SAFETY: `edges` generated every destination below `n`; edge `e`
         // of `dst` is edge `e` of the CSRs built from the same arrays.
         let edge_dst = unsafe { EdgeDst::new_unchecked(&dst, n) };
-        b.softmax(1, &logits, edge_dst);
-        b.softmax(4, &logits, edge_dst);
+        for &h in &heads {
+            b.softmax(h, &logits, edge_dst);
+        }
         if ablate {
             for pf in [0, 8, 32, 64, 128] {
                 let t = Tuning { prefetch_distance: pf, ..Tuning::DEFAULT };

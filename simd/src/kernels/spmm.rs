@@ -282,6 +282,24 @@ impl<I: Index> ArgSink<'_, I> {
         }
     }
 
+    /// Elements `out .. out + ords.len()` were won by slots `base + ords[l]`
+    /// (a negative ordinal, no replacement in the row: slot `base`). One
+    /// loop per output array, so the per-lane work is a load and a store.
+    #[inline(always)]
+    fn set_run(&mut self, out: usize, base: usize, ords: &[i32]) {
+        let slot = |o: i32| base + o.max(0) as usize;
+        if let Some(a) = self.arg_u.as_deref_mut() {
+            for (dst, &o) in a[out..out + ords.len()].iter_mut().zip(ords) {
+                *dst = self.ids.cols[slot(o)];
+            }
+        }
+        if let Some(a) = self.arg_e.as_deref_mut() {
+            for (dst, &o) in a[out..out + ords.len()].iter_mut().zip(ords) {
+                *dst = self.ids.eids[slot(o)];
+            }
+        }
+    }
+
     /// Element `o` was won by slot `k`.
     #[inline(always)]
     fn set(&mut self, o: usize, k: usize) {
@@ -514,9 +532,7 @@ unsafe fn plain_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bo
                 unsafe { store(s, out_row.as_mut_ptr().add(sl.out), val, sl.len) };
                 if ARGS {
                     let o = ordinals(s, ord[i]);
-                    for l in 0..sl.len {
-                        sink.set(sl.out + l, edges.start + o[l].max(0) as usize);
-                    }
+                    sink.set_run(sl.out, edges.start, &o[..sl.len]);
                 }
             }
         }};
