@@ -47,11 +47,6 @@ impl Mat {
         &mut self.data[i * self.cols..(i + 1) * self.cols]
     }
 
-    /// The first `n` rows as a new matrix.
-    pub fn head(&self, n: usize) -> Mat {
-        Mat::from_vec(n, self.cols, self.data[..n * self.cols].to_vec())
-    }
-
     /// `out[j, :] = self[ids[j], :]` (`out` is `ids.len() × cols`).
     pub fn gather_rows_into(&self, ids: &[usize], out: &mut Mat) {
         assert_eq!((out.rows, out.cols), (ids.len(), self.cols), "Mat::gather_rows_into shape");
@@ -256,15 +251,6 @@ pub fn gemm_into(a: MatRef<'_>, ta: bool, b: MatRef<'_>, tb: bool, out: MatMut<'
 /// [`gemm_into`] on whole matrices.
 pub fn matmul_into(a: &Mat, ta: bool, b: &Mat, tb: bool, out: &mut Mat, accumulate: bool) {
     gemm_into(a.view(), ta, b.view(), tb, out.view_mut(), accumulate);
-}
-
-/// `op(a)·op(b)` as a new matrix.
-pub fn matmul(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Mat {
-    let m = if ta { a.cols } else { a.rows };
-    let n = if tb { b.rows } else { b.cols };
-    let mut out = Mat::zeros(m, n);
-    matmul_into(a, ta, b, tb, &mut out, false);
-    out
 }
 
 /// A trainable tensor and its gradient (same shape).

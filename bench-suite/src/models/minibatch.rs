@@ -7,8 +7,9 @@
 //! its own seed — so [`sample_group`] samples as many batches at once as
 //! there are worker threads and builds both CSRs of every block inside the
 //! same parallel task. The result is identical to sampling one batch at a
-//! time. Measured on RMAT 2^20, fanouts 25,10, batch 1024, 615 batches,
-//! 2 threads: see docs/MODELS.md.
+//! time. On RMAT 2^20 (fanouts 25,10, batch 1024, 615 batches, 2 threads)
+//! the whole input pipeline, gathering included, takes 5.3 s of an 8.8 s
+//! epoch (DGL's: 7.5 s of 18.1 s; docs/MODELS.md).
 
 use super::Result;
 use super::sparse::G;

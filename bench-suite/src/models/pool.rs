@@ -3,10 +3,11 @@
 //! A full-graph epoch on RMAT 2^20 with 128 features handles a dozen
 //! `N × 128` f32 tensors of 512 MiB each. Allocated fresh, each one is a new
 //! glibc `mmap` whose 131,072 4-KiB pages fault in on first touch and are
-//! returned to the kernel when it is freed: measured on the Zen 4 dev VM, a
-//! fresh 512 MiB copy takes 279 ms against 47 ms into an existing buffer
-//! (docs/MODELS.md). The pool hands back buffers of earlier passes and
-//! epochs instead, so after the first epoch no large buffer is allocated.
+//! returned to the kernel when it is freed: measured on the Zen 4 dev VM
+//! (`examples/dense_ops.rs`, 2 threads), a fresh 512 MiB clone takes
+//! 302 ms against 49 ms for a copy into an existing buffer. The pool hands
+//! back buffers of earlier passes and epochs instead, so after the first
+//! epoch no large buffer is allocated.
 //!
 //! Policy: best fit among the free buffers whose capacity is `len` to
 //! `1.5·len`, so a smaller tensor (`N × 16` logits, GAT's `E × 4` edge

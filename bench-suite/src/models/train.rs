@@ -11,8 +11,8 @@
 
 use super::conv::SageAggregator;
 use super::data::Task;
-use super::nets::{Net, NetConfig};
 use super::minibatch::sample_group;
+use super::nets::{Net, NetConfig};
 use super::nn::{accuracy, cross_entropy_into};
 use super::optim::Adam;
 use super::rng::Rng;

@@ -97,12 +97,8 @@ impl Net {
             ctx.recycle(old);
         }
         self.drops.clear();
-        let n = self.layers.len();
-        if n == 0 {
-            return Err(ModelError::Arg("a model needs at least one layer".into()));
-        }
         let mut h: Option<Mat> = None;
-        for i in 0..n {
+        for (i, &g) in graphs.iter().enumerate() {
             let drop = if ctx.training && self.drop_input[i] {
                 Dropout::new(self.dropout, ctx.stream(0xd50 + i as u64))
             } else {
@@ -119,10 +115,10 @@ impl Net {
                 (None, None) => {}
             }
             self.drops.push(drop);
-            let out = self.layers[i].forward(ctx, graphs[i], h.as_ref().unwrap_or(x))?;
+            let out = self.layers[i].forward(ctx, g, h.as_ref().unwrap_or(x))?;
             self.inputs.push(h.replace(out));
         }
-        Ok(h.expect("the last layer's output"))
+        h.ok_or_else(|| ModelError::Arg("a model needs at least one layer".into()))
     }
 
     /// Backward from the logits' gradient; accumulates parameter gradients.
@@ -132,7 +128,7 @@ impl Net {
         for i in (0..self.layers.len()).rev() {
             let input = self.inputs[i].as_ref().unwrap_or(x);
             let dx = self.layers[i].backward(ctx, graphs[i], input, &grad, i > 0)?;
-            ctx.recycle(std::mem::replace(&mut grad, Mat::default()));
+            ctx.recycle(std::mem::take(&mut grad));
             let Some(mut dx) = dx else {
                 break;
             };
