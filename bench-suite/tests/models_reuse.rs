@@ -22,16 +22,19 @@ fn random_mat(rows: usize, cols: usize, rng: &mut Rng) -> Mat {
 fn graph() -> G {
     let mut rng = Rng::new(5);
     let (mut src, mut dst) = (Vec::new(), Vec::new());
-    for v in 0..39 {
-        src.push(((v + 1) % 39) as i32);
-        dst.push(v as i32);
+    for v in 0..39i32 {
+        src.push((v + 1) % 39);
+        dst.push(v);
         for _ in 0..3 {
             src.push(rng.below(40) as i32);
-            dst.push(v as i32);
+            dst.push(v);
         }
     }
     G::from_coo(40, 40, src, dst).unwrap()
 }
+
+/// Builds a model from an initialisation stream.
+type NetBuilder<'a> = Box<dyn Fn(&mut Rng) -> Net + 'a>;
 
 /// Logits and parameter gradients of one training pass.
 fn pass(net: &mut Net, ctx: &mut Ctx, graphs: &[&G], x: &Mat, labels: &[i32]) -> (Vec<f32>, Vec<Vec<f32>>) {
@@ -61,10 +64,10 @@ fn recycled_buffers_give_the_results_of_fresh_ones() {
     let gl = with_self_loops(&g).unwrap();
     let mut rng = Rng::new(8);
     let x = random_mat(40, 6, &mut rng);
-    let labels: Vec<i32> = (0..40).map(|i| (i % 3) as i32).collect();
+    let labels: Vec<i32> = (0..40).map(|i| i % 3).collect();
     // in (6) > hidden (5): weight-first orders; hidden > classes too.
     let c = NetConfig { in_dim: 6, hidden: 5, classes: 3, layers: 2, dropout: 0.4, heads: 2, attn_drop: 0.3 };
-    let nets: Vec<(&str, Box<dyn Fn(&mut Rng) -> Net>, &G)> = vec![
+    let nets: Vec<(&str, NetBuilder<'_>, &G)> = vec![
         ("gcn", Box::new(|r: &mut Rng| Net::gcn(&c, r)), &gl),
         ("sage", Box::new(|r: &mut Rng| Net::sage(&c, SageAggregator::Mean, r)), &g),
         ("sage-pool", Box::new(|r: &mut Rng| Net::sage(&c, SageAggregator::Pool, r)), &g),
