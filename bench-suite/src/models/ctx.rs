@@ -1,16 +1,22 @@
 //! The execution context every layer receives: the gnnkern executor, the
-//! training flag and dropout seed, and the time split between sparse
-//! kernels and dense ops.
+//! training flag and dropout seed, the time split between sparse kernels
+//! and dense ops, and the pool that recycles tensor buffers across passes
+//! and epochs.
 
+use super::Mat;
+use super::pool::BufferPool;
 use gnnkern::Exec;
 use std::time::{Duration, Instant};
 
 /// Time spent in sparse kernels (gnnkern ops) and dense ops (GEMM,
 /// elementwise, reductions over features); the rest of an epoch is "other".
+/// `input` (mini-batch: sampling, block graphs, feature gathering) is part
+/// of "other", booked by the training loop.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Profile {
     pub sparse: Duration,
     pub dense: Duration,
+    pub input: Duration,
 }
 
 /// Execution context of a forward or backward pass.
@@ -24,12 +30,34 @@ pub struct Ctx {
     pub seed: u64,
     /// Step counter mixed into dropout masks so each epoch draws new ones.
     pub step: u64,
+    pool: BufferPool,
 }
 
 impl Ctx {
     /// A training context with `seed`, on the default executor.
     pub fn new(exec: Exec, seed: u64) -> Self {
-        Self { exec, prof: Profile::default(), training: true, seed, step: 0 }
+        Self { exec, prof: Profile::default(), training: true, seed, step: 0, pool: BufferPool::default() }
+    }
+
+    /// A `rows × cols` matrix from the pool; its contents are unspecified,
+    /// so the caller overwrites every element.
+    pub fn mat(&mut self, rows: usize, cols: usize) -> Mat {
+        Mat::from_vec(rows, cols, self.pool.take(rows * cols))
+    }
+
+    /// A `len`-element buffer from the pool, contents unspecified.
+    pub fn buf(&mut self, len: usize) -> Vec<f32> {
+        self.pool.take(len)
+    }
+
+    /// Hands `m`'s storage back to the pool.
+    pub fn recycle(&mut self, m: Mat) {
+        self.pool.give(m.data);
+    }
+
+    /// Hands a buffer back to the pool.
+    pub fn recycle_buf(&mut self, v: Vec<f32>) {
+        self.pool.give(v);
     }
 
     /// Runs `f` and books its time as sparse.

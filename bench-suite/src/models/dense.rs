@@ -47,19 +47,15 @@ impl Mat {
         &mut self.data[i * self.cols..(i + 1) * self.cols]
     }
 
-    /// The first `n` rows as a new matrix.
-    pub fn head(&self, n: usize) -> Mat {
-        Mat::from_vec(n, self.cols, self.data[..n * self.cols].to_vec())
-    }
-
-    /// The rows listed in `ids`.
-    pub fn gather_rows(&self, ids: &[usize]) -> Mat {
-        let mut out = Mat::zeros(ids.len(), self.cols);
+    /// `out[j, :] = self[ids[j], :]` (`out` is `ids.len() × cols`).
+    pub fn gather_rows_into(&self, ids: &[usize], out: &mut Mat) {
+        assert_eq!((out.rows, out.cols), (ids.len(), self.cols), "Mat::gather_rows_into shape");
+        let cols = self.cols.max(1);
         out.data
-            .par_chunks_mut(self.cols.max(1))
+            .par_chunks_mut(cols)
             .zip(ids.par_iter())
+            .with_min_len(PAR_MIN / cols + 1)
             .for_each(|(o, &i)| o.copy_from_slice(self.row(i)));
-        out
     }
 
     /// `self += other` elementwise.
@@ -135,19 +131,76 @@ pub fn apply(a: &mut [f32], f: impl Fn(&mut f32) + Sync + Send) {
     }
 }
 
+/// A borrowed row-major `rows × cols` matrix (a whole [`Mat`] or its first
+/// rows: a block's destination nodes are the prefix of its sources).
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a> {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: &'a [f32],
+}
+
+/// A mutably borrowed row-major `rows × cols` matrix.
+#[derive(Debug)]
+pub struct MatMut<'a> {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: &'a mut [f32],
+}
+
+impl Mat {
+    /// The whole matrix, borrowed.
+    pub fn view(&self) -> MatRef<'_> {
+        MatRef { rows: self.rows, cols: self.cols, data: &self.data }
+    }
+
+    /// The first `rows` rows, borrowed.
+    pub fn top(&self, rows: usize) -> MatRef<'_> {
+        MatRef { rows, cols: self.cols, data: &self.data[..rows * self.cols] }
+    }
+
+    /// The first `rows` rows, mutably borrowed.
+    pub fn top_mut(&mut self, rows: usize) -> MatMut<'_> {
+        MatMut { rows, cols: self.cols, data: &mut self.data[..rows * self.cols] }
+    }
+
+    /// The whole matrix, mutably borrowed.
+    pub fn view_mut(&mut self) -> MatMut<'_> {
+        let rows = self.rows;
+        self.top_mut(rows)
+    }
+
+    /// `self[i, :] = s[i] · x[i, :]` (an out-of-place [`Mat::scale_rows`]:
+    /// one read and one write pass instead of a copy plus an in-place pass).
+    pub fn assign_scaled_rows(&mut self, x: &Mat, s: &[f32]) {
+        assert_eq!((self.rows, self.cols), (x.rows, x.cols), "Mat::assign_scaled_rows shapes");
+        assert_eq!(s.len(), self.rows, "Mat::assign_scaled_rows length");
+        let cols = self.cols.max(1);
+        self.data
+            .par_chunks_mut(cols)
+            .zip(x.data.par_chunks(cols))
+            .zip(s.par_iter())
+            .with_min_len(PAR_MIN / cols + 1)
+            .for_each(|((o, r), &k)| o.iter_mut().zip(r).for_each(|(o, &v)| *o = v * k));
+    }
+}
+
 /// Row and column strides of a row-major `rows × cols` matrix, read as
 /// itself or transposed.
-fn strides(m: &Mat, transpose: bool) -> (isize, isize) {
-    if transpose { (1, m.cols as isize) } else { (m.cols as isize, 1) }
+fn strides(cols: usize, transpose: bool) -> (isize, isize) {
+    if transpose { (1, cols as isize) } else { (cols as isize, 1) }
 }
 
 /// `out = op(a)·op(b)` (or `out += …` with `accumulate`), `op` = transpose
 /// where `ta`/`tb` is set. `out` must already be `m × n`.
-pub fn matmul_into(a: &Mat, ta: bool, b: &Mat, tb: bool, out: &mut Mat, accumulate: bool) {
+pub fn gemm_into(a: MatRef<'_>, ta: bool, b: MatRef<'_>, tb: bool, out: MatMut<'_>, accumulate: bool) {
     let (m, k) = if ta { (a.cols, a.rows) } else { (a.rows, a.cols) };
     let (k2, n) = if tb { (b.cols, b.rows) } else { (b.rows, b.cols) };
     assert_eq!(k, k2, "matmul inner dimensions");
     assert_eq!((out.rows, out.cols), (m, n), "matmul output shape");
+    assert_eq!(a.data.len(), a.rows * a.cols, "matmul lhs storage");
+    assert_eq!(b.data.len(), b.rows * b.cols, "matmul rhs storage");
+    assert_eq!(out.data.len(), m * n, "matmul output storage");
     if m == 0 || n == 0 {
         return;
     }
@@ -157,18 +210,19 @@ pub fn matmul_into(a: &Mat, ta: bool, b: &Mat, tb: bool, out: &mut Mat, accumula
         }
         return;
     }
-    let (a_rs, a_cs) = strides(a, ta);
-    let (b_rs, b_cs) = strides(b, tb);
+    let (a_rs, a_cs) = strides(a.cols, ta);
+    let (b_rs, b_cs) = strides(b.cols, tb);
     let par = if m * n * k >= GEMM_PAR_MIN {
         gemm::Parallelism::Rayon(rayon::current_num_threads())
     } else {
         gemm::Parallelism::None
     };
     // SAFETY: `a` is `m × k` and `b` is `k × n` under the strides computed
-    // from their own shapes (checked above), so every element gemm reads is
-    // inside `a.data`/`b.data`; `out` is `m × n` row-major (checked) and is
-    // a distinct `&mut`, so it aliases neither input. `read_dst` is set only
-    // when accumulating, when `out` holds initialised values.
+    // from their own shapes, and their slices hold exactly `rows · cols`
+    // elements (checked above), so every element gemm reads is inside
+    // `a.data`/`b.data`; `out.data` holds `m × n` row-major elements
+    // (checked) and is a `&mut`, so it aliases neither input. `read_dst` is
+    // set only when accumulating, when `out` holds initialised values.
     unsafe {
         gemm::gemm(
             m,
@@ -194,13 +248,9 @@ pub fn matmul_into(a: &Mat, ta: bool, b: &Mat, tb: bool, out: &mut Mat, accumula
     }
 }
 
-/// `op(a)·op(b)` as a new matrix.
-pub fn matmul(a: &Mat, ta: bool, b: &Mat, tb: bool) -> Mat {
-    let m = if ta { a.cols } else { a.rows };
-    let n = if tb { b.rows } else { b.cols };
-    let mut out = Mat::zeros(m, n);
-    matmul_into(a, ta, b, tb, &mut out, false);
-    out
+/// [`gemm_into`] on whole matrices.
+pub fn matmul_into(a: &Mat, ta: bool, b: &Mat, tb: bool, out: &mut Mat, accumulate: bool) {
+    gemm_into(a.view(), ta, b.view(), tb, out.view_mut(), accumulate);
 }
 
 /// A trainable tensor and its gradient (same shape).

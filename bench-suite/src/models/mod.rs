@@ -23,7 +23,9 @@ pub mod batch_norm;
 pub mod conv;
 pub mod data;
 pub mod dense;
+pub mod dropout;
 pub mod lgnn;
+pub mod minibatch;
 pub mod nets;
 pub mod nn;
 pub mod optim;
@@ -33,6 +35,7 @@ pub mod train;
 
 mod ctx;
 mod error;
+mod pool;
 
 pub use ctx::{Ctx, Profile};
 pub use dense::{Mat, Param};

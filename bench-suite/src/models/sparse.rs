@@ -1,6 +1,9 @@
 //! The gnnkern calls the layers make, with shapes spelled out and time
 //! booked as "sparse". Node tensors are [`Mat`]s (`[N, H·D]` read as
 //! `[N, H, D]`), edge tensors flat `[E, H]` slices indexed by edge id.
+//! gnnkern writes outputs in overwrite mode, so every output buffer comes
+//! from the context's pool unzeroed ([`Ctx::buf`]); callers hand back the
+//! ones they are done with ([`Ctx::recycle`], [`Ctx::recycle_buf`]).
 //!
 //! Backward rules used by the layers (`Gᵀ` = `g.reverse()`, same edge ids):
 //! - `copy_u_sum` on `G`  ⟶ input gradient = `copy_u_sum` on `Gᵀ`;
@@ -25,7 +28,7 @@ fn spmm(
     let spec = SpmmSpec::from_name(name)?;
     let mut out_shape = vec![g.num_dst()];
     out_shape.extend_from_slice(out_feat);
-    let mut out = vec![0f32; out_shape.iter().product()];
+    let mut out = ctx.buf(out_shape.iter().product());
     let lhs = lhs.map(|(d, s)| TensorRef::new(d, s)).transpose()?;
     let rhs = rhs.map(|(d, s)| TensorRef::new(d, s)).transpose()?;
     let view = TensorMut::new(&mut out, &out_shape)?;
@@ -44,7 +47,7 @@ fn sddmm(
     let spec = SddmmSpec::from_name(name)?;
     let mut out_shape = vec![g.num_edges()];
     out_shape.extend_from_slice(out_feat);
-    let mut out = vec![0f32; out_shape.iter().product()];
+    let mut out = ctx.buf(out_shape.iter().product());
     let lhs = TensorRef::new(lhs.0, lhs.1)?;
     let rhs = rhs.map(|(d, s)| TensorRef::new(d, s)).transpose()?;
     let view = TensorMut::new(&mut out, &out_shape)?;
@@ -73,7 +76,7 @@ pub fn copy_u_max(ctx: &mut Ctx, g: &G, x: &Mat) -> Result<(Mat, Vec<i32>)> {
     let spec = SpmmSpec::from_name("copy_u_max")?;
     let in_shape = [x.rows, x.cols];
     let out_shape = [g.num_dst(), x.cols];
-    let mut out = vec![0f32; g.num_dst() * x.cols];
+    let mut out = ctx.buf(g.num_dst() * x.cols);
     let mut arg = vec![0i32; out.len()];
     let lhs = TensorRef::new(&x.data, &in_shape)?;
     let view = TensorMut::new(&mut out, &out_shape)?;
@@ -116,7 +119,7 @@ pub fn copy_e_sum(ctx: &mut Ctx, g: &G, w: &[f32], heads: usize) -> Result<Mat> 
 /// Softmax of `[E, H]` logits over each destination's in-edges.
 pub fn edge_softmax(ctx: &mut Ctx, g: &G, logits: &[f32], heads: usize) -> Result<Vec<f32>> {
     let shape = [g.num_edges(), heads];
-    let mut out = vec![0f32; logits.len()];
+    let mut out = ctx.buf(logits.len());
     let l = TensorRef::new(logits, &shape)?;
     let o = TensorMut::new(&mut out, &shape)?;
     ctx.sparse(|exec| exec.edge_softmax(g, l, o))?;
@@ -126,7 +129,7 @@ pub fn edge_softmax(ctx: &mut Ctx, g: &G, logits: &[f32], heads: usize) -> Resul
 /// Gradient of [`edge_softmax`] from its output `y` and output gradient.
 pub fn edge_softmax_backward(ctx: &mut Ctx, g: &G, y: &[f32], grad: &[f32], heads: usize) -> Result<Vec<f32>> {
     let shape = [g.num_edges(), heads];
-    let mut out = vec![0f32; y.len()];
+    let mut out = ctx.buf(y.len());
     let yv = TensorRef::new(y, &shape)?;
     let gv = TensorRef::new(grad, &shape)?;
     let o = TensorMut::new(&mut out, &shape)?;

@@ -4,12 +4,16 @@
 //! pass over the shuffled training nodes in mini-batches (sampled SAGE).
 //! Every epoch is timed; sparse and dense time come from [`Ctx`], "other"
 //! is the rest (sampling, feature gathering, loss, optimiser bookkeeping).
-//! Inference is one full-graph forward in evaluation mode, timed once.
+//! The report gives the median epoch's time and split (the first epoch
+//! also allocates the buffers later epochs reuse, see `pool.rs`), and every
+//! epoch's time. Inference is one full-graph forward in evaluation mode,
+//! timed once.
 
 use super::conv::SageAggregator;
 use super::data::Task;
+use super::minibatch::sample_group;
 use super::nets::{Net, NetConfig};
-use super::nn::{accuracy, cross_entropy};
+use super::nn::{accuracy, cross_entropy_into};
 use super::optim::Adam;
 use super::rng::Rng;
 use super::sparse::G;
@@ -133,10 +137,16 @@ pub struct Report {
     pub threads: usize,
     /// Median epoch time.
     pub epoch_ms: f64,
-    /// Per-epoch mean split: sparse kernels, dense ops, the rest.
+    /// Every epoch's time, in order (the first one allocates the buffers
+    /// the later ones reuse).
+    pub epoch_times_ms: Vec<f64>,
+    /// Split of the median epoch: sparse kernels, dense ops, the rest.
     pub sparse_ms: f64,
     pub dense_ms: f64,
     pub other_ms: f64,
+    /// Mini-batch only: the part of `other_ms` spent sampling blocks,
+    /// building their graphs and gathering input features.
+    pub input_ms: Option<f64>,
     pub infer_ms: f64,
     pub final_loss: f32,
     pub train_acc: f32,
@@ -158,9 +168,11 @@ impl Report {
             "epochs": self.epochs,
             "threads": self.threads,
             "epoch_ms": self.epoch_ms,
+            "epoch_times_ms": self.epoch_times_ms,
             "sparse_ms": self.sparse_ms,
             "dense_ms": self.dense_ms,
             "other_ms": self.other_ms,
+            "input_ms": self.input_ms,
             "infer_ms": self.infer_ms,
             "final_loss": self.final_loss,
             "train_acc": self.train_acc,
@@ -174,9 +186,11 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    if xs.is_empty() { 0.0 } else { xs[xs.len() / 2] }
+/// Index of the median of `xs` (the upper one for an even count).
+fn median_index(xs: &[f64]) -> usize {
+    let mut order: Vec<usize> = (0..xs.len()).collect();
+    order.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    order[xs.len() / 2]
 }
 
 /// Builds the model `cfg` names for `task`.
@@ -214,7 +228,7 @@ pub fn train(task: &Task, cfg: &TrainConfig, exec: Exec) -> Result<Report> {
         adam = adam.decay_first(net.layers[0].params().len());
     }
     let mut ctx = Ctx::new(exec, cfg.seed);
-    let (mut epoch_ms, mut sparse, mut dense) = (Vec::new(), Duration::ZERO, Duration::ZERO);
+    let (mut epoch_ms, mut splits) = (Vec::new(), Vec::new());
     let mut final_loss = 0.0;
     let mut order_rng = Rng::new(cfg.seed ^ 0x5a3b1e);
     for epoch in 0..cfg.epochs {
@@ -228,8 +242,7 @@ pub fn train(task: &Task, cfg: &TrainConfig, exec: Exec) -> Result<Report> {
             full_graph_step(&mut ctx, &mut net, &mut adam, task, &graph)?
         };
         epoch_ms.push(ms(t.elapsed()));
-        sparse += ctx.prof.sparse;
-        dense += ctx.prof.dense;
+        splits.push(ctx.prof);
     }
     // Evaluation: one full-graph forward.
     ctx.training = false;
@@ -237,9 +250,8 @@ pub fn train(task: &Task, cfg: &TrainConfig, exec: Exec) -> Result<Report> {
     let graphs = vec![&graph; net.layers.len()];
     let logits = net.forward(&mut ctx, &graphs, &task.features)?;
     let infer_ms = ms(t.elapsed());
-    let e = cfg.epochs as f64;
-    let mean_epoch = epoch_ms.iter().sum::<f64>() / e;
-    let (sparse_ms, dense_ms) = (ms(sparse) / e, ms(dense) / e);
+    let med = median_index(&epoch_ms);
+    let (sparse_ms, dense_ms) = (ms(splits[med].sparse), ms(splits[med].dense));
     Ok(Report {
         model: cfg.model.name().to_string(),
         graph: task.name.clone(),
@@ -248,10 +260,12 @@ pub fn train(task: &Task, cfg: &TrainConfig, exec: Exec) -> Result<Report> {
         feat_dim: task.features.cols,
         epochs: cfg.epochs,
         threads: rayon::current_num_threads(),
-        epoch_ms: median(&mut epoch_ms),
+        epoch_ms: epoch_ms[med],
         sparse_ms,
         dense_ms,
-        other_ms: (mean_epoch - sparse_ms - dense_ms).max(0.0),
+        other_ms: (epoch_ms[med] - sparse_ms - dense_ms).max(0.0),
+        input_ms: (cfg.model == ModelKind::SageMinibatch).then(|| ms(splits[med].input)),
+        epoch_times_ms: epoch_ms,
         infer_ms,
         final_loss,
         train_acc: accuracy(&logits, &task.labels, &task.train),
@@ -268,7 +282,9 @@ fn full_graph_step(ctx: &mut Ctx, net: &mut Net, adam: &mut Adam, task: &Task, g
     zero_grads(net);
     let graphs = vec![graph; net.layers.len()];
     let logits = net.forward(ctx, &graphs, &task.features)?;
-    let (loss, grad) = cross_entropy(&logits, &task.labels, &task.train);
+    let mut grad = ctx.mat(logits.rows, logits.cols);
+    let loss = cross_entropy_into(&logits, &task.labels, &task.train, &mut grad);
+    ctx.recycle(logits);
     net.backward(ctx, &graphs, &task.features, grad)?;
     ctx.dense(|| adam.step(&mut net.params()));
     Ok(loss)
@@ -294,26 +310,36 @@ fn minibatch_epoch(
     }
     let mut nodes = task.train.clone();
     rng.shuffle(&mut nodes);
+    let batches: Vec<&[usize]> = nodes.chunks(cfg.batch_size).collect();
+    let step = ctx.step;
     let mut total = 0.0;
-    let batches = nodes.chunks(cfg.batch_size).count();
-    for (b, seeds) in nodes.chunks(cfg.batch_size).enumerate() {
-        let seeds_i64: Vec<i64> = seeds.iter().map(|&s| s as i64).collect();
-        let sample_seed = cfg.seed ^ ((ctx.step << 32) | b as u64);
-        let blocks = gnnkern_datasets::sample_block(graph, &seeds_i64, &cfg.fanouts, sample_seed)?;
-        let gs = blocks.iter().map(|blk| blk.graph::<i32>()).collect::<std::result::Result<Vec<G>, _>>()?;
-        let input_ids: Vec<usize> = blocks[0].src_nodes.iter().map(|&v| v as usize).collect();
-        let x = task.features.gather_rows(&input_ids);
-        let labels: Vec<i32> = seeds.iter().map(|&s| task.labels[s]).collect();
-        let rows: Vec<usize> = (0..seeds.len()).collect();
-        zero_grads(net);
-        let graphs: Vec<&G> = gs.iter().collect();
-        let logits = net.forward(ctx, &graphs, &x)?;
-        let (loss, grad) = cross_entropy(&logits, &labels, &rows);
-        net.backward(ctx, &graphs, &x, grad)?;
-        ctx.dense(|| adam.step(&mut net.params()));
-        total += loss;
+    // As many batches sampled at once as there are workers (see minibatch.rs).
+    let group_len = rayon::current_num_threads().max(1);
+    for (gi, group) in batches.chunks(group_len).enumerate() {
+        let t = Instant::now();
+        let first = gi * group_len;
+        let sampled = sample_group(graph, group, &cfg.fanouts, |i| cfg.seed ^ ((step << 32) | (first + i) as u64))?;
+        ctx.prof.input += t.elapsed();
+        for (seeds, batch) in group.iter().zip(sampled) {
+            let t = Instant::now();
+            let mut x = ctx.mat(batch.input_ids.len(), task.features.cols);
+            task.features.gather_rows_into(&batch.input_ids, &mut x);
+            ctx.prof.input += t.elapsed();
+            let labels: Vec<i32> = seeds.iter().map(|&s| task.labels[s]).collect();
+            let rows: Vec<usize> = (0..seeds.len()).collect();
+            zero_grads(net);
+            let graphs: Vec<&G> = batch.graphs.iter().collect();
+            let logits = net.forward(ctx, &graphs, &x)?;
+            let mut grad = ctx.mat(logits.rows, logits.cols);
+            let loss = cross_entropy_into(&logits, &labels, &rows, &mut grad);
+            ctx.recycle(logits);
+            net.backward(ctx, &graphs, &x, grad)?;
+            ctx.dense(|| adam.step(&mut net.params()));
+            ctx.recycle(x);
+            total += loss;
+        }
     }
-    Ok(total / batches.max(1) as f32)
+    Ok(total / batches.len().max(1) as f32)
 }
 
 /// Mean of accuracies (helper for multi-seed protocols).

@@ -16,8 +16,9 @@
 //! dense chain back through `el`, `er` and `W`.
 
 use super::{Conv, G};
-use crate::models::dense::{Mat, Param, matmul, matmul_into};
-use crate::models::nn::{dropout, dropout_backward, leaky_relu, leaky_relu_backward};
+use crate::models::dense::{Mat, Param, matmul_into};
+use crate::models::dropout::Dropout;
+use crate::models::nn::{leaky_relu, leaky_relu_backward};
 use crate::models::rng::Rng;
 use crate::models::sparse::{copy_e_sum, edge_softmax, edge_softmax_backward, u_add_v, u_dot_v, u_mul_e_sum};
 use crate::models::{Ctx, Result};
@@ -41,8 +42,10 @@ pub struct GatConv {
     feat: Mat,
     logits: Vec<f32>,
     alpha: Vec<f32>,
+    /// `alpha` after attention dropout, and that dropout (its mask is
+    /// regenerated in backward); empty and `None` without dropout.
     alpha_dropped: Vec<f32>,
-    mask: Option<Vec<f32>>,
+    drop: Option<Dropout>,
 }
 
 /// `out[n, h] = Σ_d f[n, h, d] · a[h, d]` for the first `rows` rows.
@@ -111,7 +114,7 @@ impl GatConv {
             logits: Vec::new(),
             alpha: Vec::new(),
             alpha_dropped: Vec::new(),
-            mask: None,
+            drop: None,
         }
     }
 }
@@ -119,7 +122,8 @@ impl GatConv {
 impl Conv for GatConv {
     fn forward(&mut self, ctx: &mut Ctx, g: &G, x: &Mat) -> Result<Mat> {
         let h = self.heads;
-        let feat = ctx.dense(|| matmul(x, false, &self.weight.value, false));
+        let mut feat = ctx.mat(x.rows, self.weight.value.cols);
+        ctx.dense(|| matmul_into(x, false, &self.weight.value, false, &mut feat, false));
         let (el, er) = ctx.dense(|| {
             (
                 head_dot(&feat, feat.rows, &self.attn_l.value.data, h),
@@ -129,19 +133,28 @@ impl Conv for GatConv {
         let mut logits = u_add_v(ctx, g, &el, &er)?;
         ctx.dense(|| leaky_relu(&mut logits, SLOPE));
         let alpha = edge_softmax(ctx, g, &logits, h)?;
-        let (alpha_dropped, mask) = if ctx.training && self.attn_drop > 0.0 {
-            let mut a = alpha.clone();
-            let stream = ctx.stream(self.salt);
-            let mask = ctx.dense(|| dropout(&mut a, self.attn_drop, stream));
-            (a, mask)
-        } else {
-            (Vec::new(), None)
+        let drop = if ctx.training { Dropout::new(self.attn_drop, ctx.stream(self.salt)) } else { None };
+        let alpha_dropped = match drop {
+            Some(d) => {
+                let mut a = ctx.buf(alpha.len());
+                ctx.dense(|| d.apply_into(&alpha, &mut a));
+                a
+            }
+            None => Vec::new(),
         };
-        let used = if mask.is_some() { &alpha_dropped } else { &alpha };
+        let used = if drop.is_some() { &alpha_dropped } else { &alpha };
         let mut out = u_mul_e_sum(ctx, g, &feat, h, used)?;
         ctx.dense(|| out.add_row(&self.bias.value.data));
-        (self.feat, self.logits, self.alpha, self.alpha_dropped, self.mask) =
-            (feat, logits, alpha, alpha_dropped, mask);
+        let old_feat = std::mem::replace(&mut self.feat, feat);
+        ctx.recycle(old_feat);
+        for old in [
+            std::mem::replace(&mut self.logits, logits),
+            std::mem::replace(&mut self.alpha, alpha),
+            std::mem::replace(&mut self.alpha_dropped, alpha_dropped),
+        ] {
+            ctx.recycle_buf(old);
+        }
+        self.drop = drop;
         Ok(out)
     }
 
@@ -149,20 +162,30 @@ impl Conv for GatConv {
         let h = self.heads;
         let rev = g.reverse();
         ctx.dense(|| grad_out.col_sums_into(&mut self.bias.grad.data));
-        let used = if self.mask.is_some() { &self.alpha_dropped } else { &self.alpha };
+        let used = if self.drop.is_some() { &self.alpha_dropped } else { &self.alpha };
         let mut dfeat = u_mul_e_sum(ctx, &rev, grad_out, h, used)?;
         let mut dalpha = u_dot_v(ctx, g, &self.feat, grad_out, h)?;
-        ctx.dense(|| dropout_backward(self.mask.as_deref(), &mut dalpha));
+        if let Some(d) = self.drop {
+            ctx.dense(|| d.apply(&mut dalpha));
+        }
         let mut dlogits = edge_softmax_backward(ctx, g, &self.alpha, &dalpha, h)?;
+        ctx.recycle_buf(dalpha);
         ctx.dense(|| leaky_relu_backward(&self.logits, &mut dlogits, SLOPE));
         let del = copy_e_sum(ctx, &rev, &dlogits, h)?;
         let der = copy_e_sum(ctx, g, &dlogits, h)?;
-        let dx = ctx.dense(|| {
+        ctx.recycle_buf(dlogits);
+        let mut dx = need_dx.then(|| ctx.mat(x.rows, x.cols));
+        ctx.dense(|| {
             head_dot_backward(&self.feat, &self.attn_l.value.data, &del, h, &mut dfeat, &mut self.attn_l.grad.data);
             head_dot_backward(&self.feat, &self.attn_r.value.data, &der, h, &mut dfeat, &mut self.attn_r.grad.data);
             matmul_into(x, true, &dfeat, false, &mut self.weight.grad, true);
-            need_dx.then(|| matmul(&dfeat, false, &self.weight.value, true))
+            if let Some(dx) = dx.as_mut() {
+                matmul_into(&dfeat, false, &self.weight.value, true, dx, false);
+            }
         });
+        ctx.recycle(dfeat);
+        ctx.recycle(del);
+        ctx.recycle(der);
         Ok(dx)
     }
 

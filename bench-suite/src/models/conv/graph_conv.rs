@@ -7,10 +7,11 @@
 //! Backward of the aggregation `A` is aggregation on the reverse graph.
 
 use super::{Conv, G};
-use crate::models::dense::{Mat, Param, matmul, matmul_into};
+use crate::models::dense::{Mat, Param, matmul_into};
 use crate::models::rng::Rng;
 use crate::models::sparse::{copy_u, inv_sqrt_degrees};
 use crate::models::{Ctx, Result};
+use std::sync::Arc;
 
 /// A GCN layer.
 #[derive(Clone, Debug)]
@@ -32,27 +33,44 @@ impl GraphConv {
     }
 }
 
-/// `(src norm, dst norm)` of `g`.
-fn norms(g: &G) -> (Vec<f32>, Vec<f32>) {
-    (inv_sqrt_degrees(&g.out_degrees()), inv_sqrt_degrees(&g.in_degrees()))
+/// `norm="both"` factors of a graph: `d^{-1/2}` of the sources' out-degrees
+/// and of the destinations' in-degrees, computed once per graph and kept in
+/// its cache (forward and backward of every layer read them).
+struct Norms {
+    src: Vec<f32>,
+    dst: Vec<f32>,
+}
+
+fn norms(g: &G) -> Result<Arc<Norms>> {
+    Ok(g.cached(|| Ok(Norms { src: inv_sqrt_degrees(&g.out_degrees()), dst: inv_sqrt_degrees(&g.in_degrees()) }))?)
 }
 
 impl Conv for GraphConv {
     fn forward(&mut self, ctx: &mut Ctx, g: &G, x: &Mat) -> Result<Mat> {
-        let (ns, nd) = norms(g);
+        let n = norms(g)?;
+        let w = &self.weight.value;
         let mut out = if self.weight_first() {
-            let mut h = ctx.dense(|| matmul(x, false, &self.weight.value, false));
-            ctx.dense(|| h.scale_rows(&ns));
+            let mut h = ctx.mat(x.rows, w.cols);
+            ctx.dense(|| {
+                matmul_into(x, false, w, false, &mut h, false);
+                h.scale_rows(&n.src);
+            });
             let mut agg = copy_u(ctx, g, &h, "sum")?;
-            ctx.dense(|| agg.scale_rows(&nd));
+            ctx.recycle(h);
+            ctx.dense(|| agg.scale_rows(&n.dst));
             agg
         } else {
-            let mut h = x.clone();
-            ctx.dense(|| h.scale_rows(&ns));
+            let mut h = ctx.mat(x.rows, x.cols);
+            ctx.dense(|| h.assign_scaled_rows(x, &n.src));
             let mut agg = copy_u(ctx, g, &h, "sum")?;
-            ctx.dense(|| agg.scale_rows(&nd));
-            let out = ctx.dense(|| matmul(&agg, false, &self.weight.value, false));
-            self.agg = agg;
+            ctx.recycle(h);
+            let mut out = ctx.mat(agg.rows, w.cols);
+            ctx.dense(|| {
+                agg.scale_rows(&n.dst);
+                matmul_into(&agg, false, w, false, &mut out, false);
+            });
+            let old = std::mem::replace(&mut self.agg, agg);
+            ctx.recycle(old);
             out
         };
         ctx.dense(|| out.add_row(&self.bias.value.data));
@@ -60,25 +78,40 @@ impl Conv for GraphConv {
     }
 
     fn backward(&mut self, ctx: &mut Ctx, g: &G, x: &Mat, grad_out: &Mat, need_dx: bool) -> Result<Option<Mat>> {
-        let (ns, nd) = norms(g);
+        let n = norms(g)?;
         let rev = g.reverse();
         ctx.dense(|| grad_out.col_sums_into(&mut self.bias.grad.data));
         if self.weight_first() {
-            let mut gs = grad_out.clone();
-            ctx.dense(|| gs.scale_rows(&nd));
+            let mut gs = ctx.mat(grad_out.rows, grad_out.cols);
+            ctx.dense(|| gs.assign_scaled_rows(grad_out, &n.dst));
             let mut gh = copy_u(ctx, &rev, &gs, "sum")?;
-            ctx.dense(|| gh.scale_rows(&ns));
-            ctx.dense(|| matmul_into(x, true, &gh, false, &mut self.weight.grad, true));
-            Ok(if need_dx { Some(ctx.dense(|| matmul(&gh, false, &self.weight.value, true))) } else { None })
+            ctx.recycle(gs);
+            ctx.dense(|| {
+                gh.scale_rows(&n.src);
+                matmul_into(x, true, &gh, false, &mut self.weight.grad, true);
+            });
+            let dx = if need_dx {
+                let mut dx = ctx.mat(gh.rows, self.weight.value.rows);
+                ctx.dense(|| matmul_into(&gh, false, &self.weight.value, true, &mut dx, false));
+                Some(dx)
+            } else {
+                None
+            };
+            ctx.recycle(gh);
+            Ok(dx)
         } else {
             ctx.dense(|| matmul_into(&self.agg, true, grad_out, false, &mut self.weight.grad, true));
             if !need_dx {
                 return Ok(None);
             }
-            let mut gagg = ctx.dense(|| matmul(grad_out, false, &self.weight.value, true));
-            ctx.dense(|| gagg.scale_rows(&nd));
+            let mut gagg = ctx.mat(grad_out.rows, self.weight.value.rows);
+            ctx.dense(|| {
+                matmul_into(grad_out, false, &self.weight.value, true, &mut gagg, false);
+                gagg.scale_rows(&n.dst);
+            });
             let mut dx = copy_u(ctx, &rev, &gagg, "sum")?;
-            ctx.dense(|| dx.scale_rows(&ns));
+            ctx.recycle(gagg);
+            ctx.dense(|| dx.scale_rows(&n.src));
             Ok(Some(dx))
         }
     }

@@ -24,9 +24,12 @@ pub use sage_conv::{SageAggregator, SageConv};
 
 use super::sparse::G;
 use super::{Ctx, Mat, Param, Result};
-use std::borrow::Cow;
 
 /// A graph convolution with explicit forward and backward.
+///
+/// Returned tensors come from the context's buffer pool ([`Ctx::mat`]); the
+/// caller hands them back with [`Ctx::recycle`] once done, and layers
+/// recycle the caches they replace.
 pub trait Conv {
     /// Output features of the destination nodes of `g`.
     fn forward(&mut self, ctx: &mut Ctx, g: &G, x: &Mat) -> Result<Mat>;
@@ -38,14 +41,4 @@ pub trait Conv {
 
     /// The trainable parameters, in a fixed order.
     fn params(&mut self) -> Vec<&mut Param>;
-}
-
-/// The destination rows of `x` (a prefix; borrowed on a full graph).
-fn dst_rows(x: &Mat, num_dst: usize) -> Cow<'_, Mat> {
-    if x.rows == num_dst { Cow::Borrowed(x) } else { Cow::Owned(x.head(num_dst)) }
-}
-
-/// `1 / max(d, 1)` per destination (mean aggregation and its backward).
-fn inv_degrees(g: &G) -> Vec<f32> {
-    g.in_degrees().iter().map(|&d| 1.0 / d.max(1) as f32).collect()
 }

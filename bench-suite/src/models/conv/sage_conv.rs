@@ -9,12 +9,13 @@
 //!   `copy_u_max` also returns, per output element, the winning source
 //!   (`arg_u`); backward routes each gradient element to that source only.
 
-use super::{Conv, G, dst_rows, inv_degrees};
-use crate::models::dense::{Mat, Param, matmul, matmul_into};
+use super::{Conv, G};
+use crate::models::dense::{Mat, Param, gemm_into, matmul_into};
 use crate::models::nn::{relu, relu_backward};
 use crate::models::rng::Rng;
 use crate::models::sparse::{copy_u, copy_u_max};
 use crate::models::{Ctx, Result};
+use std::sync::Arc;
 
 /// The neighbour aggregator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,76 +65,114 @@ impl SageConv {
     }
 }
 
+/// `1 / max(d, 1)` per destination of a graph (mean aggregation's
+/// backward), computed once per graph and kept in its cache.
+struct InvDegrees(Vec<f32>);
+
+fn inv_degrees(g: &G) -> Result<Arc<InvDegrees>> {
+    Ok(g.cached(|| Ok(InvDegrees(g.in_degrees().iter().map(|&d| 1.0 / d.max(1) as f32).collect())))?)
+}
+
 impl Conv for SageConv {
     fn forward(&mut self, ctx: &mut Ctx, g: &G, x: &Mat) -> Result<Mat> {
-        let neigh = match self.aggregator {
+        let nd = g.num_dst();
+        // `out` starts as the neighbour term; the self term and the bias
+        // are added into it (no separate `neigh` tensor and add pass).
+        let mut out = match self.aggregator {
             SageAggregator::Mean if self.lin_before_mp() => {
-                let h = ctx.dense(|| matmul(x, false, &self.w_neigh.value, false));
-                copy_u(ctx, g, &h, "mean")?
+                let mut h = ctx.mat(x.rows, self.w_neigh.value.cols);
+                ctx.dense(|| matmul_into(x, false, &self.w_neigh.value, false, &mut h, false));
+                let neigh = copy_u(ctx, g, &h, "mean")?;
+                ctx.recycle(h);
+                neigh
             }
             SageAggregator::Mean => {
-                self.agg = copy_u(ctx, g, x, "mean")?;
-                ctx.dense(|| matmul(&self.agg, false, &self.w_neigh.value, false))
+                let agg = copy_u(ctx, g, x, "mean")?;
+                let mut neigh = ctx.mat(nd, self.w_neigh.value.cols);
+                ctx.dense(|| matmul_into(&agg, false, &self.w_neigh.value, false, &mut neigh, false));
+                let old = std::mem::replace(&mut self.agg, agg);
+                ctx.recycle(old);
+                neigh
             }
             SageAggregator::Pool => {
                 let (wp, bp) = self.w_pool.as_ref().expect("a pool SageConv has pool weights");
-                let pooled = ctx.dense(|| {
-                    let mut h = matmul(x, false, &wp.value, false);
-                    h.add_row(&bp.value.data);
-                    relu(&mut h);
-                    h
+                let mut pooled = ctx.mat(x.rows, wp.value.cols);
+                ctx.dense(|| {
+                    matmul_into(x, false, &wp.value, false, &mut pooled, false);
+                    pooled.add_row(&bp.value.data);
+                    relu(&mut pooled);
                 });
                 let (agg, arg) = copy_u_max(ctx, g, &pooled)?;
-                let neigh = ctx.dense(|| matmul(&agg, false, &self.w_neigh.value, false));
-                (self.agg, self.pooled, self.arg) = (agg, pooled, arg);
+                let mut neigh = ctx.mat(nd, self.w_neigh.value.cols);
+                ctx.dense(|| matmul_into(&agg, false, &self.w_neigh.value, false, &mut neigh, false));
+                let old_agg = std::mem::replace(&mut self.agg, agg);
+                let old_pooled = std::mem::replace(&mut self.pooled, pooled);
+                ctx.recycle(old_agg);
+                ctx.recycle(old_pooled);
+                self.arg = arg;
                 neigh
             }
         };
-        let x_dst = dst_rows(x, g.num_dst());
-        Ok(ctx.dense(|| {
-            let mut out = matmul(&x_dst, false, &self.w_self.value, false);
-            out.add_assign(&neigh);
+        ctx.dense(|| {
+            gemm_into(x.top(nd), false, self.w_self.value.view(), false, out.view_mut(), true);
             out.add_row(&self.bias.value.data);
-            out
-        }))
+        });
+        Ok(out)
     }
 
     fn backward(&mut self, ctx: &mut Ctx, g: &G, x: &Mat, grad_out: &Mat, need_dx: bool) -> Result<Option<Mat>> {
         let rev = g.reverse();
         let nd = g.num_dst();
-        let x_dst = dst_rows(x, nd);
         ctx.dense(|| {
             grad_out.col_sums_into(&mut self.bias.grad.data);
-            matmul_into(&x_dst, true, grad_out, false, &mut self.w_self.grad, true);
+            gemm_into(x.top(nd), true, grad_out.view(), false, self.w_self.grad.view_mut(), true);
         });
         // Gradient w.r.t. x through the neighbour path (all source rows).
         let mut dx = match self.aggregator {
             SageAggregator::Mean if self.lin_before_mp() => {
-                let mut gs = grad_out.clone();
-                ctx.dense(|| gs.scale_rows(&inv_degrees(g)));
+                let inv = inv_degrees(g)?;
+                let mut gs = ctx.mat(grad_out.rows, grad_out.cols);
+                ctx.dense(|| gs.assign_scaled_rows(grad_out, &inv.0));
                 let dh = copy_u(ctx, &rev, &gs, "sum")?;
+                ctx.recycle(gs);
                 ctx.dense(|| matmul_into(x, true, &dh, false, &mut self.w_neigh.grad, true));
-                if need_dx { Some(ctx.dense(|| matmul(&dh, false, &self.w_neigh.value, true))) } else { None }
+                let dx = if need_dx {
+                    let mut dx = ctx.mat(x.rows, x.cols);
+                    ctx.dense(|| matmul_into(&dh, false, &self.w_neigh.value, true, &mut dx, false));
+                    Some(dx)
+                } else {
+                    None
+                };
+                ctx.recycle(dh);
+                dx
             }
             SageAggregator::Mean => {
                 ctx.dense(|| matmul_into(&self.agg, true, grad_out, false, &mut self.w_neigh.grad, true));
                 if need_dx {
-                    let mut dagg = ctx.dense(|| matmul(grad_out, false, &self.w_neigh.value, true));
-                    ctx.dense(|| dagg.scale_rows(&inv_degrees(g)));
-                    Some(copy_u(ctx, &rev, &dagg, "sum")?)
+                    let inv = inv_degrees(g)?;
+                    let mut dagg = ctx.mat(nd, self.w_neigh.value.rows);
+                    ctx.dense(|| {
+                        matmul_into(grad_out, false, &self.w_neigh.value, true, &mut dagg, false);
+                        dagg.scale_rows(&inv.0);
+                    });
+                    let dx = copy_u(ctx, &rev, &dagg, "sum")?;
+                    ctx.recycle(dagg);
+                    Some(dx)
                 } else {
                     None
                 }
             }
             SageAggregator::Pool => {
-                let dagg = ctx.dense(|| {
+                let mut dagg = ctx.mat(nd, self.w_neigh.value.rows);
+                ctx.dense(|| {
                     matmul_into(&self.agg, true, grad_out, false, &mut self.w_neigh.grad, true);
-                    matmul(grad_out, false, &self.w_neigh.value, true)
+                    matmul_into(grad_out, false, &self.w_neigh.value, true, &mut dagg, false);
                 });
                 // Max backward: each output element's gradient goes to the
                 // source that won it.
-                let mut dpool = Mat::zeros(self.pooled.rows, self.pooled.cols);
+                let mut dpool = ctx.mat(self.pooled.rows, self.pooled.cols);
                 ctx.sparse(|_| {
+                    dpool.data.fill(0.0);
                     let c = dpool.cols;
                     for (i, (&a, &gv)) in self.arg.iter().zip(&dagg.data).enumerate() {
                         if a >= 0 {
@@ -141,21 +180,23 @@ impl Conv for SageConv {
                         }
                     }
                 });
+                ctx.recycle(dagg);
                 let (wp, bp) = self.w_pool.as_mut().expect("a pool SageConv has pool weights");
+                let mut dx = need_dx.then(|| ctx.mat(x.rows, x.cols));
                 ctx.dense(|| {
                     relu_backward(&self.pooled, &mut dpool);
                     dpool.col_sums_into(&mut bp.grad.data);
                     matmul_into(x, true, &dpool, false, &mut wp.grad, true);
-                    need_dx.then(|| matmul(&dpool, false, &wp.value, true))
-                })
+                    if let Some(dx) = dx.as_mut() {
+                        matmul_into(&dpool, false, &wp.value, true, dx, false);
+                    }
+                });
+                ctx.recycle(dpool);
+                dx
             }
         };
         if let Some(dx) = dx.as_mut() {
-            let d_self = ctx.dense(|| matmul(grad_out, false, &self.w_self.value, true));
-            ctx.dense(|| {
-                let n = d_self.data.len();
-                crate::models::dense::zip_apply(&mut dx.data[..n], &d_self.data, |a, b| *a += b)
-            });
+            ctx.dense(|| gemm_into(grad_out.view(), false, self.w_self.value.view(), true, dx.top_mut(nd), true));
         }
         Ok(dx)
     }

@@ -1,22 +1,20 @@
 //! Models as stacks of convolutions with an activation and dropout between
 //! them — the structure of DGL's `gcn`, `graphsage` and `gat` examples.
 //!
-//! [`Net`] keeps every layer input (post-dropout) and every hidden
-//! activation for backward; the original features are borrowed, never
-//! copied, unless input dropout applies.
+//! [`Net`] keeps every layer input (post-dropout) for backward, and nothing
+//! else: a hidden layer's output is activated and dropped out in place
+//! ([`activate_dropout`]), and backward recovers the activation's
+//! derivative from that same tensor and regenerates the dropout mask
+//! ([`activate_dropout_backward`]). The original features are borrowed,
+//! never copied; input dropout writes a pooled buffer.
 
 use super::conv::{Conv, GatConv, GraphConv, SageAggregator, SageConv};
-use super::nn::{dropout, dropout_backward, elu, elu_backward, relu, relu_backward};
+use super::dropout::Dropout;
+pub use super::nn::Activation;
+use super::nn::{activate_dropout, activate_dropout_backward};
 use super::rng::Rng;
 use super::sparse::G;
 use super::{Ctx, Mat, ModelError, Param, Result};
-
-/// Activation between layers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Activation {
-    Relu,
-    Elu,
-}
 
 /// A stack of graph convolutions.
 pub struct Net {
@@ -27,10 +25,9 @@ pub struct Net {
     pub dropout: f32,
     pub drop_input: Vec<bool>,
     // Per layer `i`: its input when it differs from the features (`None` =
-    // the features themselves), its dropout mask, and its activated output.
+    // the features themselves) and the dropout that made it.
     inputs: Vec<Option<Mat>>,
-    masks: Vec<Option<Vec<f32>>>,
-    activated: Vec<Option<Mat>>,
+    drops: Vec<Option<Dropout>>,
 }
 
 /// Model hyper-parameters.
@@ -49,7 +46,7 @@ pub struct NetConfig {
 
 impl Net {
     fn new(layers: Vec<Box<dyn Conv + Send>>, activation: Activation, dropout: f32, drop_input: Vec<bool>) -> Self {
-        Self { layers, activation, dropout, drop_input, inputs: Vec::new(), masks: Vec::new(), activated: Vec::new() }
+        Self { layers, activation, dropout, drop_input, inputs: Vec::new(), drops: Vec::new() }
     }
 
     /// GCN (Kipf & Welling's reference `gcn/models.py`): `GraphConv`
@@ -92,61 +89,54 @@ impl Net {
     }
 
     /// Logits for the destinations of `graphs[last]`; `graphs[i]` is layer
-    /// `i`'s graph (the same full graph for all, or sampled blocks).
+    /// `i`'s graph (the same full graph for all, or sampled blocks). The
+    /// logits come from `ctx`'s pool: hand them back with [`Ctx::recycle`].
     pub fn forward(&mut self, ctx: &mut Ctx, graphs: &[&G], x: &Mat) -> Result<Mat> {
         assert_eq!(graphs.len(), self.layers.len(), "one graph per layer");
-        self.inputs.clear();
-        self.masks.clear();
-        self.activated.clear();
-        let n = self.layers.len();
-        let drops = |i: usize| ctx.training && self.drop_input[i] && self.dropout > 0.0;
-        let drops: Vec<bool> = (0..n).map(drops).collect();
-        let mut h: Option<Mat> = None;
-        for i in 0..n {
-            let mut mask = None;
-            if drops[i] {
-                let mut d = h.take().unwrap_or_else(|| x.clone());
-                let stream = ctx.stream(0xd50 + i as u64);
-                mask = ctx.dense(|| dropout(&mut d.data, self.dropout, stream));
-                h = Some(d);
-            }
-            self.masks.push(mask);
-            let mut out = self.layers[i].forward(ctx, graphs[i], h.as_ref().unwrap_or(x))?;
-            self.inputs.push(h.take());
-            if i + 1 == n {
-                return Ok(out);
-            }
-            ctx.dense(|| match self.activation {
-                Activation::Relu => relu(&mut out),
-                Activation::Elu => elu(&mut out),
-            });
-            // Backward of the activation needs its output; keep a copy only
-            // when dropout is about to overwrite it in place.
-            self.activated.push(if drops[i + 1] { Some(out.clone()) } else { None });
-            h = Some(out);
+        for old in self.inputs.drain(..).flatten() {
+            ctx.recycle(old);
         }
-        Err(ModelError::Arg("a model needs at least one layer".into()))
+        self.drops.clear();
+        let mut h: Option<Mat> = None;
+        for (i, &g) in graphs.iter().enumerate() {
+            let drop = if ctx.training && self.drop_input[i] {
+                Dropout::new(self.dropout, ctx.stream(0xd50 + i as u64))
+            } else {
+                None
+            };
+            match (&mut h, drop) {
+                // The hidden activation and its dropout, fused in place.
+                (Some(hidden), _) => ctx.dense(|| activate_dropout(self.activation, &mut hidden.data, drop)),
+                (None, Some(d)) => {
+                    let mut dropped = ctx.mat(x.rows, x.cols);
+                    ctx.dense(|| d.apply_into(&x.data, &mut dropped.data));
+                    h = Some(dropped);
+                }
+                (None, None) => {}
+            }
+            self.drops.push(drop);
+            let out = self.layers[i].forward(ctx, g, h.as_ref().unwrap_or(x))?;
+            self.inputs.push(h.replace(out));
+        }
+        h.ok_or_else(|| ModelError::Arg("a model needs at least one layer".into()))
     }
 
     /// Backward from the logits' gradient; accumulates parameter gradients.
+    /// `grad` is handed back to `ctx`'s pool.
     pub fn backward(&mut self, ctx: &mut Ctx, graphs: &[&G], x: &Mat, grad: Mat) -> Result<()> {
         let mut grad = grad;
         for i in (0..self.layers.len()).rev() {
             let input = self.inputs[i].as_ref().unwrap_or(x);
-            let Some(mut dx) = self.layers[i].backward(ctx, graphs[i], input, &grad, i > 0)? else {
+            let dx = self.layers[i].backward(ctx, graphs[i], input, &grad, i > 0)?;
+            ctx.recycle(std::mem::take(&mut grad));
+            let Some(mut dx) = dx else {
                 break;
             };
-            ctx.dense(|| {
-                dropout_backward(self.masks[i].as_deref(), &mut dx.data);
-                let y =
-                    self.activated[i - 1].as_ref().or(self.inputs[i].as_ref()).expect("hidden layers keep their input");
-                match self.activation {
-                    Activation::Relu => relu_backward(y, &mut dx),
-                    Activation::Elu => elu_backward(y, &mut dx),
-                }
-            });
+            let (act, drop) = (self.activation, self.drops[i]);
+            ctx.dense(|| activate_dropout_backward(act, &input.data, &mut dx.data, drop));
             grad = dx;
         }
+        ctx.recycle(grad);
         Ok(())
     }
 
