@@ -51,7 +51,8 @@ fn series(run: &RunFile) -> Vec<String> {
 }
 
 /// The whole page.
-pub fn page(latest: &LoadedRun, history: &[&LoadedRun], all: &[LoadedRun]) -> String {
+/// `models`: the model suite's section, already rendered (may be empty).
+pub fn page(latest: &LoadedRun, history: &[&LoadedRun], all: &[LoadedRun], models: &str) -> String {
     let run = &latest.run;
     let mut h = String::new();
     let _ = write!(
@@ -114,6 +115,7 @@ pub fn page(latest: &LoadedRun, history: &[&LoadedRun], all: &[LoadedRun]) -> St
         }
         h.push_str("</ul>");
     }
+    h.push_str(models);
     h.push_str("<h2>Run files</h2><ul class=\"note\">");
     for r in all.iter().rev() {
         let _ = write!(

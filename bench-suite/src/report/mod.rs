@@ -1,9 +1,11 @@
 //! `gnnkern-bench report`: the dashboard `perf-reports/index.html` (one
 //! self-contained page of inline SVG: no scripts, no external assets) and
-//! `perf-reports/LATEST.md`, both from the run files in `perf-reports/runs/`.
+//! `perf-reports/LATEST.md`, both from the run files in `perf-reports/runs/`
+//! and the model suite's results in `perf-reports/models/*.jsonl`.
 
 mod html;
 mod markdown;
+mod models;
 mod svg;
 
 use crate::error::{BenchError, Result};
@@ -45,7 +47,8 @@ pub struct Written {
     pub runs: usize,
 }
 
-/// Regenerates `index.html` and `LATEST.md` in `reports` from `reports/runs/`.
+/// Regenerates `index.html` and `LATEST.md` in `reports` from `reports/runs/`
+/// and `reports/models/`.
 pub fn generate(reports: &Path) -> Result<Written> {
     let runs_dir = reports.join("runs");
     let runs = load_runs(&runs_dir)?;
@@ -59,7 +62,10 @@ pub fn generate(reports: &Path) -> Result<Written> {
         .collect();
     let html = reports.join("index.html");
     let markdown = reports.join("LATEST.md");
-    crate::runfile::write_atomic(&html, html::page(latest, &history, &runs).as_bytes())?;
-    crate::runfile::write_atomic(&markdown, markdown::latest(latest).as_bytes())?;
+    let model_rows = models::load(&reports.join("models"))?;
+    let page = html::page(latest, &history, &runs, &models::html(&model_rows, svg::esc));
+    crate::runfile::write_atomic(&html, page.as_bytes())?;
+    let md = markdown::latest(latest) + &models::markdown(&model_rows);
+    crate::runfile::write_atomic(&markdown, md.as_bytes())?;
     Ok(Written { html, markdown, latest: latest.path.clone(), runs: runs.len() })
 }
