@@ -184,6 +184,18 @@ impl<I: Index> BlockedCsr<I> {
         self.cum[j].to_usize()
     }
 
+    /// Entry bounds (absolute entry indices, ascending) that split block `b`
+    /// among workers, balanced by slots plus entries: every window of two
+    /// consecutive bounds is one task's entry range.
+    pub(crate) fn balanced_entries(&self, b: usize) -> Vec<usize> {
+        let entries = self.block(b);
+        let first = self.slots_before(entries.start);
+        let total = self.slots_before(entries.end) - first + entries.len();
+        let local =
+            balanced_bounds(entries.len(), num_parts(total), |i| self.slots_before(entries.start + i) - first + i);
+        local.into_iter().map(|i| entries.start + i).collect()
+    }
+
     /// Source ids of the slots.
     pub(crate) fn cols(&self) -> &[I] {
         &self.cols

@@ -170,16 +170,8 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
             Some(layout) => {
                 let ctx = Ctx { ids: EdgeIds { cols: layout.cols(), eids: layout.eids() }, ..ctx };
                 for b in 0..layout.num_blocks() {
-                    let entries = layout.block(b);
-                    let first = layout.slots_before(entries.start);
-                    let bounds = balanced_bounds(
-                        entries.len(),
-                        num_parts(layout.slots_before(entries.end) - first + entries.len()),
-                        |i| layout.slots_before(entries.start + i) - first + i,
-                    );
-                    bounds.par_windows(2).for_each(|w| {
-                        let entries = entries.start + w[0]..entries.start + w[1];
-                        s.vectorize(BlockEntries::<O, I> { ctx, layout, entries, _op: PhantomData });
+                    layout.balanced_entries(b).par_windows(2).for_each(|w| {
+                        s.vectorize(BlockEntries::<O, I> { ctx, layout, entries: w[0]..w[1], _op: PhantomData });
                     });
                 }
             }

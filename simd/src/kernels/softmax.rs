@@ -169,6 +169,37 @@ fn prefetch_edge<S: Simd, I: Index>(s: S, eids: &[I], k: usize, d: usize, rows: 
     }
 }
 
+/// `Σ_e g[e]·y[e]` over a row's `edges`, floats `j .. j + len` of each
+/// edge's `d`-float rows (the backward's per-row dot, shared by both
+/// schemes), prefetching `lines` of the edge `prefetch` slots ahead (0: off).
+///
+/// # Safety
+/// The edge ids at `edges` are below `E`, `j + len <= d`, `len <= LANES`,
+/// and `g`, `y` are readable for `E·d` floats.
+#[inline(always)]
+unsafe fn row_dot<S: Simd, I: Index>(
+    s: S,
+    eids: &[I],
+    edges: std::ops::Range<usize>,
+    (g, y): (*const f32, *const f32),
+    (d, j, len): (usize, usize, usize),
+    prefetch: usize,
+    lines: &[*const f32],
+) -> S::F32 {
+    let mut t = s.splat(0.0);
+    for k in edges {
+        if prefetch > 0 {
+            prefetch_edge(s, eids, k + prefetch, d, lines);
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let o = eids.get_unchecked(k).to_usize() * d + j;
+            t = s.mul_add(load(s, g.add(o), len), load(s, y.add(o), len), t);
+        }
+    }
+    t
+}
+
 // ---------------------------------------------------------------- drivers
 
 /// A per-destination-row kernel over an in-CSR.
@@ -381,14 +412,8 @@ impl<I: Index> RowKernel for RowOrderBackward<'_, I> {
                 // SAFETY: as in the forward kernel: offsets `e·d + j + len`
                 // stay below the checked `E·d`, and `out[e]` belongs to this task.
                 unsafe {
-                    let mut t = s.splat(0.0);
-                    for k in edges.clone() {
-                        if j == 0 && self.prefetch > 0 {
-                            prefetch_edge(s, eids, k + self.prefetch, d, &[g, y, self.out.at(0)]);
-                        }
-                        let o = eids.get_unchecked(k).to_usize() * d + j;
-                        t = s.mul_add(load(s, g.add(o), len), load(s, y.add(o), len), t);
-                    }
+                    let pf = if j == 0 { self.prefetch } else { 0 };
+                    let t = row_dot(s, eids, edges.clone(), (g, y), (d, j, len), pf, &[g, y, self.out.at(0)]);
                     for k in edges.clone() {
                         let o = eids.get_unchecked(k).to_usize() * d + j;
                         let yv = load(s, y.add(o), len);
@@ -535,14 +560,8 @@ impl<I: Index> RowKernel for RowDot<'_, I> {
                 // SAFETY: as for `MaxSum`: offsets stay below the checked
                 // `E·d`, and table row `v` (`d` floats) belongs to this task.
                 unsafe {
-                    let mut t = s.splat(0.0);
-                    for k in edges.clone() {
-                        if j == 0 && self.prefetch > 0 {
-                            prefetch_edge(s, eids, k + self.prefetch, d, &[g, y]);
-                        }
-                        let o = eids.get_unchecked(k).to_usize() * d + j;
-                        t = s.mul_add(load(s, g.add(o), len), load(s, y.add(o), len), t);
-                    }
+                    let pf = if j == 0 { self.prefetch } else { 0 };
+                    let t = row_dot(s, eids, edges.clone(), (g, y), (d, j, len), pf, &[g, y]);
                     store(s, self.table.at(v * d + j), t, len);
                 }
                 j += len;

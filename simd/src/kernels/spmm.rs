@@ -623,18 +623,11 @@ fn blocked_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
         for b in 0..layout.num_blocks() {
             // All workers share block b, so its feature rows are fetched
             // into the shared LLC once and reused by every worker.
-            let entries = layout.block(b);
-            let first = layout.slots_before(entries.start);
-            let bounds = balanced_bounds(
-                entries.len(),
-                num_parts(layout.slots_before(entries.end) - first + entries.len()),
-                |i| layout.slots_before(entries.start + i) - first + i,
-            );
-            bounds.par_windows(2).for_each(|w| {
+            layout.balanced_entries(b).par_windows(2).for_each(|w| {
                 s.vectorize(BlockRows::<O, R, I, ARGS> {
                     ctx: tctx,
                     layout,
-                    entries: entries.start + w[0]..entries.start + w[1],
+                    entries: w[0]..w[1],
                     out: out_ptr,
                     winners: win_ptr,
                     _ops: PhantomData,
