@@ -39,11 +39,18 @@ pub struct ModelRow {
 /// in name order (dated names), and keeps the last line per key and framework.
 pub fn load(dir: &Path) -> Result<BTreeMap<(String, String, usize), ModelRow>> {
     let mut rows: BTreeMap<(String, String, usize), ModelRow> = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(rows) };
-    let mut files: Vec<_> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rows),
+        Err(e) => return Err(BenchError::io(dir, e)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| BenchError::io(dir, e))?.path();
+        if path.extension().is_some_and(|x| x == "jsonl") {
+            files.push(path);
+        }
+    }
     files.sort();
     for file in files {
         let text = std::fs::read_to_string(&file).map_err(|e| BenchError::io(&file, e))?;
