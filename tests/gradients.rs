@@ -308,3 +308,110 @@ fn segment_gradients_match_finite_differences() {
         .unwrap();
     }
 }
+
+/// `(∂φ/∂a, ∂φ/∂b)` of one message term, written out for the oracle below.
+fn term_partials(op: BinaryOpKind, a: f64, b: f64) -> (f64, f64) {
+    match op {
+        BinaryOpKind::Add => (1.0, 1.0),
+        BinaryOpKind::Sub => (1.0, -1.0),
+        BinaryOpKind::Mul | BinaryOpKind::Dot => (b, a),
+        BinaryOpKind::Div => (1.0 / b, -a / (b * b)),
+        BinaryOpKind::CopyLhs => (1.0, 0.0),
+        BinaryOpKind::CopyRhs => (0.0, 1.0),
+    }
+}
+
+/// The max/min backward on rows wide enough to be split into several
+/// 64-byte column stripes (d = 40 → up to 3 × 40 columns), on graphs with a
+/// hub, parallel edges, empty rows and `num_src != num_dst`, in pools of 1 to
+/// 4 threads (4 > 3 lines: stripes narrower than a line): bitwise the same for every thread count, and equal to a
+/// direct f64 scatter through `arg_e` within `4 · 2^-24 · Σ|terms|` per element
+/// (f32 accumulation of at most out-degree terms).
+#[test]
+fn max_min_backward_is_thread_count_invariant_and_matches_direct_scatter() {
+    use common::cases::{GraphKind, Operands, Scale, Values, graph_case};
+    const D: usize = 40;
+    let pool = |n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+    let pools = [pool(1), pool(2), pool(3), pool(4)];
+    let mut runs = 0;
+    for (k, spec) in all_spmm_specs().into_iter().filter(|s| s.reduce.has_arg()).enumerate() {
+        let kind = [GraphKind::Hub, GraphKind::Duplicates, GraphKind::EmptyRows, GraphKind::Bipartite][k % 4];
+        let g = graph_case::<i32>(kind, Scale::Full, k as u64);
+        let family = k % shape_families(spec.op);
+        let sh = shapes(spec.op, family, D);
+        let ops = Operands::draw(&g, spec.op, (spec.lhs, spec.rhs), &sh, Values::Finite, &mut Rng::new(k as u64));
+        let what = format!("{} on {kind:?}, shapes {:?} {:?}", spec.name(), sh.lhs, sh.rhs);
+        let fwd = exec().gspmm_alloc(&g.graph, spec, ops.lhs(), ops.rhs()).unwrap();
+        let arg_e = fwd.arg_e.as_deref().unwrap();
+        let w = Rng::new(k as u64 + 99).signed_vec(fwd.out.data().len(), 0.5, 1.5);
+        let wt = Tensor::from_vec(w.clone(), fwd.out.shape().to_vec()).unwrap();
+        let grads: Vec<_> = pools
+            .iter()
+            .map(|p| {
+                p.install(|| {
+                    let inputs =
+                        SpmmGradInputs { lhs: ops.lhs(), rhs: ops.rhs(), grad_out: wt.view(), arg_e: Some(arg_e) };
+                    exec().gspmm_backward_alloc(&g.graph, spec, inputs, Wanted::BOTH).unwrap()
+                })
+            })
+            .collect();
+        for other in &grads[1..] {
+            assert_eq!(other.lhs.as_ref().map(|t| t.data()), grads[0].lhs.as_ref().map(|t| t.data()), "{what}: lhs");
+            assert_eq!(other.rhs.as_ref().map(|t| t.data()), grads[0].rhs.as_ref().map(|t| t.data()), "{what}: rhs");
+        }
+
+        // Direct scatter in f64: (sum, Σ|terms|) per element of each operand.
+        let m = Messages::new(
+            spec.op,
+            (spec.lhs, data(&ops.lhs), feat(&ops.lhs)),
+            (spec.rhs, data(&ops.rhs), feat(&ops.rhs)),
+        );
+        let len = |o: &Option<(Vec<f32>, Vec<usize>)>| o.as_ref().map_or(0, |(_, s)| s[1..].iter().product::<usize>());
+        let (ll, rl) = (len(&ops.lhs), len(&ops.rhs));
+        let mut want_l = vec![(0f64, 0f64); data(&ops.lhs).len()];
+        let mut want_r = vec![(0f64, 0f64); data(&ops.rhs).len()];
+        let out_len = m.out_len();
+        for v in 0..g.num_dst {
+            for o in 0..out_len {
+                let e = arg_e[v * out_len + o];
+                if e < 0 {
+                    continue;
+                }
+                let e = e as usize;
+                let row = |t: Target| match t {
+                    Target::Src => g.src[e],
+                    Target::Edge => e,
+                    Target::Dst => v,
+                };
+                let (lo, ro) = m.b.pairs[o];
+                for t in 0..m.b.k {
+                    let (li, ri) = (row(spec.lhs) * ll + lo + t, row(spec.rhs) * rl + ro + t);
+                    let a = if ll == 0 { 0.0 } else { f64::from(data(&ops.lhs)[li]) };
+                    let b = if rl == 0 { 0.0 } else { f64::from(data(&ops.rhs)[ri]) };
+                    let (da, db) = term_partials(spec.op, a, b);
+                    let gv = f64::from(w[v * out_len + o]);
+                    if ll > 0 {
+                        want_l[li].0 += da * gv;
+                        want_l[li].1 += (da * gv).abs();
+                    }
+                    if rl > 0 {
+                        want_r[ri].0 += db * gv;
+                        want_r[ri].1 += (db * gv).abs();
+                    }
+                }
+            }
+        }
+        for (name, got, want) in [("lhs", &grads[0].lhs, &want_l), ("rhs", &grads[0].rhs, &want_r)] {
+            let Some(got) = got else { continue };
+            for (j, (&y, &(s, mag))) in got.data().iter().zip(want.iter()).enumerate() {
+                let err = (f64::from(y) - s).abs();
+                assert!(
+                    err <= 4.0 * f64::from(f32::EPSILON) * (mag + 1e-30),
+                    "{what}: grad_{name}[{j}] = {y}, want {s}"
+                );
+            }
+        }
+        runs += 1;
+    }
+    assert!(runs >= 30, "only {runs} max/min specs ran");
+}

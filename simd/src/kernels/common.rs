@@ -247,15 +247,20 @@ pub(crate) fn split_opt<'a, T>(
 }
 
 /// A mutable buffer written through disjoint index sets by several workers.
+///
+/// Public for passes outside this crate that split one output the same way
+/// (the max/min backward scatter); every use states, at its `unsafe` call of
+/// [`SharedMut::at`], why its workers' element sets are disjoint.
 #[derive(Clone, Copy)]
-pub(crate) struct SharedMut<T> {
+pub struct SharedMut<T> {
     ptr: *mut T,
     len: usize,
 }
 
-// SAFETY: `SharedMut` is only created by kernels that hand each worker a
-// disjoint set of elements (edge ids of its own CSR rows; `eids` is a
-// permutation), so no element is accessed by two threads.
+// SAFETY: `SharedMut` is only created by passes that hand each worker a
+// disjoint set of elements (edge ids of its own CSR rows, `eids` being a
+// permutation; the columns of its own stripe), so no element is accessed by
+// two threads; `at`'s contract makes each caller state it.
 unsafe impl<T: Send> Send for SharedMut<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedMut<T> {}

@@ -10,6 +10,7 @@ mod softmax;
 mod spmm;
 
 pub use blocked::BlockedCsr;
+pub use common::SharedMut;
 pub use sddmm::{SddmmArgs, SddmmOrder, sddmm, sddmm_blocking, sddmm_order};
 pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};
 pub use spmm::{SpmmArgs, spmm, spmm_blocking};
