@@ -27,6 +27,8 @@ pub mod threads;
 
 pub use backend::{BackendChoice, BackendKind};
 pub use error::{Error, Result};
+/// Transparent huge pages for large buffers (see the module docs).
+pub use gnnkern_simd::huge_pages;
 pub use gnnkern_simd::index::Index;
 pub use gnnkern_simd::op;
 pub use graph::Graph;

@@ -12,7 +12,8 @@
 //! that starts mid-line spans 3 cache lines instead of 2, and the pull
 //! kernels' random row gathers are bound by lines fetched: misaligned rows
 //! made copy_u_sum 1.4x slower on a 2^24-edge graph (docs/PERFORMANCE.md,
-//! "Alignment"). Views over caller memory work at any alignment.
+//! "Alignment"). Large owned buffers also ask for transparent huge pages
+//! ([`crate::huge_pages`]). Views over caller memory work at any alignment.
 
 use crate::{Error, Result};
 
@@ -24,16 +25,26 @@ pub const CACHE_LINE: usize = 64;
 /// a slice; `aligned_vec`'s `AVec` API applies.
 pub type AlignedVec<T> = aligned_vec::AVec<T, aligned_vec::ConstAlign<CACHE_LINE>>;
 
+/// An empty [`AlignedVec`] with room for `len` elements, advised to use
+/// huge pages when large ([`crate::huge_pages`]) before anything touches it.
+fn aligned_with_capacity<T>(len: usize) -> AlignedVec<T> {
+    let v = AlignedVec::<T>::with_capacity(CACHE_LINE, len);
+    crate::huge_pages::advise(v.as_ptr().cast(), len.saturating_mul(size_of::<T>()));
+    v
+}
+
 /// `len` copies of `value` in an [`AlignedVec`].
 pub fn aligned_filled<T: Copy>(len: usize, value: T) -> AlignedVec<T> {
-    let mut v = AlignedVec::with_capacity(CACHE_LINE, len);
+    let mut v = aligned_with_capacity(len);
     v.resize(len, value);
     v
 }
 
 /// A copy of `data` in an [`AlignedVec`].
 pub fn aligned_copy<T: Copy>(data: &[T]) -> AlignedVec<T> {
-    AlignedVec::from_slice(CACHE_LINE, data)
+    let mut v = aligned_with_capacity(data.len());
+    v.extend_from_slice(data);
+    v
 }
 
 /// Element types a tensor may hold.
@@ -231,6 +242,23 @@ mod tests {
         assert!(TensorRef::new(&d, &[]).is_err());
         let z = Tensor::<f32>::zeros(&[3, 0]).unwrap();
         assert_eq!(z.view().row_len(), 0);
+    }
+
+    #[test]
+    fn large_owned_storage_is_advised_for_huge_pages() {
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+        if !mode.contains("[madvise]") || !crate::huge_pages::enabled() {
+            eprintln!("SKIPPED: THP mode is not `madvise` ({}) or GNNKERN_HUGE_PAGES=0", mode.trim());
+            return;
+        }
+        let len = (16 << 20) / 4;
+        let middle = |p: *const f32| p.wrapping_add(len / 2).cast::<u8>();
+        let filled = aligned_filled(len, 1.0f32);
+        assert_eq!(crate::huge_pages::is_advised(middle(filled.as_ptr())), Some(true), "aligned_filled");
+        let copy = aligned_copy(&filled[..]);
+        assert_eq!(crate::huge_pages::is_advised(middle(copy.as_ptr())), Some(true), "aligned_copy");
+        let zeros = Tensor::<f32>::zeros(&[len, 1]).unwrap();
+        assert_eq!(crate::huge_pages::is_advised(middle(zeros.data().as_ptr())), Some(true), "Tensor::zeros");
     }
 
     #[test]

@@ -141,6 +141,7 @@ mod tests {
                 family: None,
                 model: None,
                 slug: "x-1c".into(),
+                huge_pages: None,
             },
             triad_gbps: vec![],
             calibration_gbps: vec![calibration],

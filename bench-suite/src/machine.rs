@@ -23,6 +23,11 @@ pub struct Machine {
     /// File-name form: lower-case CPU model words (plus family and model
     /// when the name carries no model number) and the core count.
     pub slug: String,
+    /// The kernel's transparent-huge-page mode and whether gnnkern (and so
+    /// the peers, see `peers.rs`) advised large buffers: `madvise, advised`
+    /// (absent in run files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge_pages: Option<String>,
 }
 
 impl Machine {
@@ -42,8 +47,18 @@ impl Machine {
         let family = field("cpu family").parse().ok();
         let model = field("model").parse().ok();
         let slug = slug(&cpu, family.zip(model), cores);
-        Self { cpu, vendor, cores, family, model, slug }
+        let huge_pages = Some(huge_page_policy());
+        Self { cpu, vendor, cores, family, model, slug, huge_pages }
     }
+}
+
+/// `MODE, advised|not advised`: MODE is the bracketed choice of
+/// /sys/kernel/mm/transparent_hugepage/enabled (`unknown` off Linux).
+fn huge_page_policy() -> String {
+    let modes = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let mode = modes.split_once('[').and_then(|(_, r)| r.split_once(']')).map_or("unknown", |(m, _)| m);
+    let advised = if gnnkern::huge_pages::enabled() { "advised" } else { "not advised (GNNKERN_HUGE_PAGES=0)" };
+    format!("{mode}, {advised}")
 }
 
 /// `Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz`, 2 -> `intel-xeon-platinum-8481c-2c`.

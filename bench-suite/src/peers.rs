@@ -75,11 +75,19 @@ pub fn run_batch(
     let text = serde_json::to_string(&list).map_err(|e| BenchError::format(&batch, e.to_string()))?;
     crate::runfile::write_atomic(&batch, text.as_bytes())?;
     let program = format!("{} {} --peer {peer}", python.display(), script.display());
-    let mut child = Command::new(python)
-        .arg(script)
-        .args(["--peer", peer, "--batch"])
-        .arg(&batch)
-        .arg("--json")
+    let mut command = Command::new(python);
+    command.arg(script).args(["--peer", peer, "--batch"]).arg(&batch).arg("--json");
+    // Same page policy on both sides: the peers' operands are NumPy arrays,
+    // which NumPy advises for huge pages from 4 MiB on; torch (2.2+) does the
+    // same for its own allocations, such as the peers' outputs, under
+    // THP_MEM_ALLOC_ENABLE=1. gnnkern advises its buffers unless
+    // GNNKERN_HUGE_PAGES=0 (gnnkern::huge_pages), and the peers follow.
+    if gnnkern::huge_pages::enabled() {
+        command.env("THP_MEM_ALLOC_ENABLE", "1");
+    } else {
+        command.env_remove("THP_MEM_ALLOC_ENABLE");
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -282,6 +282,7 @@ fn fixture_run(rev: &str, started: &str, slow: f64) -> RunFile {
             family: None,
             model: None,
             slug: "test-cpu-2c".into(),
+            huge_pages: None,
         },
         triad_gbps: vec![TriadPoint { threads: 2, gbps: 10.0 }],
         calibration_gbps: vec![10.0, 10.0],

@@ -15,6 +15,7 @@
 //! | [`math`] | the vectorised `exp` |
 
 mod error;
+pub mod huge_pages;
 pub mod index;
 pub mod isa;
 pub mod kernels;

@@ -23,6 +23,9 @@ pub fn latest(latest: &LoadedRun) -> String {
         "- machine: {} ({}, {} logical CPUs)\n",
         run.machine.cpu, run.machine.vendor, run.machine.cores
     ));
+    if let Some(policy) = &run.machine.huge_pages {
+        s.push_str(&format!("- transparent huge pages: {policy} (gnnkern and peers alike)\n"));
+    }
     let triad: Vec<String> =
         run.triad_gbps.iter().map(|t| format!("{:.1} GB/s at {} threads", t.gbps, t.threads)).collect();
     s.push_str(&format!(

@@ -86,7 +86,7 @@ pub fn edge_softmax<I: Index>(
     match edge_order(&csr, dst)? {
         None => drive_rows(RowOrder { csr, x: logits, d, out: SharedMut::new(out), prefetch }),
         Some(dst) => {
-            let mut table = vec![0f32; n * 2 * d];
+            let mut table = crate::huge_pages::zeroed_f32(n * 2 * d);
             drive_rows(MaxSum { csr, x: logits, d, table: SharedMut::new(&mut table), prefetch });
             drive_edges(Normalize { dst, x: logits, d, table: &table, out: SharedMut::new(out), prefetch });
         }
@@ -112,7 +112,7 @@ pub fn edge_softmax_backward<I: Index>(
     match edge_order(&csr, dst)? {
         None => drive_rows(RowOrderBackward { csr, y, g, d, out: SharedMut::new(grad_logits), prefetch }),
         Some(dst) => {
-            let mut table = vec![0f32; n * d];
+            let mut table = crate::huge_pages::zeroed_f32(n * d);
             drive_rows(RowDot { csr, y, g, d, table: SharedMut::new(&mut table), prefetch });
             drive_edges(Gradient { dst, y, g, d, table: &table, out: SharedMut::new(grad_logits), prefetch });
         }

@@ -1,0 +1,113 @@
+//! Transparent huge pages for large buffers.
+//!
+//! The pull kernels gather feature rows at random. With 4 KiB pages a
+//! 512 MiB feature matrix (2^20 nodes × 128 f32) spans 131,072 pages, far
+//! beyond the 3,072 entries of Zen 4's L2 TLB (12 MiB of reach), so nearly
+//! every gathered row also walks the page table; with 2 MiB pages the same
+//! matrix needs 256 entries. Linux's default THP mode is `madvise`: only
+//! ranges advised with `MADV_HUGEPAGE` get huge pages. So the large buffers
+//! this project allocates (gnnkern's `Tensor` storage and `aligned_*`
+//! helpers, the edge softmax's node table) are advised before their first
+//! touch, while the page faults can still hand out huge pages.
+//!
+//! Measured on the Zen 4 VM in docs/PERFORMANCE.md ("Huge pages"). Buffers
+//! that callers allocate themselves (DLPack tensors over the C ABI) keep
+//! whatever pages their allocator chose; callers may pass them to
+//! [`advise`] themselves. `GNNKERN_HUGE_PAGES=0` turns the advice off (read
+//! once per process; for A/B measurements). The advice is a hint: where THP
+//! is disabled or unsupported it has no effect and reports no error.
+
+use std::sync::OnceLock;
+
+/// Smallest buffer advised: two huge pages, so that at least one aligned
+/// 2 MiB page lies inside it.
+pub const MIN_BYTES: usize = 4 << 20;
+
+/// Whether large buffers are advised (`GNNKERN_HUGE_PAGES` is not `0`).
+pub fn enabled() -> bool {
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var("GNNKERN_HUGE_PAGES").map_or(true, |v| v.trim() != "0"))
+}
+
+/// Asks for huge pages on the whole 4 KiB pages of `[ptr, ptr + bytes)`
+/// when `bytes >= MIN_BYTES` and [`enabled`]. Pages already touched keep
+/// their size; call it between allocation and first write. The range should
+/// lie inside one allocation of the caller's; the advice never changes
+/// contents or validity, so any range is memory-safe.
+pub fn advise(ptr: *const u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        if bytes < MIN_BYTES || !enabled() {
+            return;
+        }
+        let start = (ptr as usize).next_multiple_of(PAGE);
+        let end = (ptr as usize).saturating_add(bytes) & !(PAGE - 1);
+        if end > start {
+            // SAFETY: madvise with MADV_HUGEPAGE reads and writes no memory
+            // of ours and only changes how future faults in the page-aligned
+            // range are served. The result is ignored on purpose (EINVAL
+            // where THP is compiled out, ENOMEM for unmapped pages).
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, bytes);
+}
+
+/// `len` zeros, advised for huge pages when large. Large zeroed allocations
+/// come from fresh `mmap`s that nothing has touched yet (calloc skips the
+/// clearing), so the advice still applies to every page.
+pub fn zeroed_f32(len: usize) -> Vec<f32> {
+    let v = vec![0f32; len];
+    advise(v.as_ptr().cast(), len.saturating_mul(4));
+    v
+}
+
+/// Whether the mapping holding `addr` is advised for huge pages (its
+/// `VmFlags` in `/proc/self/smaps` include `hg`); `None` where that file is
+/// unreadable or no mapping holds `addr`. A diagnostic, for tests and users.
+pub fn is_advised(addr: *const u8) -> Option<bool> {
+    let addr = addr as usize;
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        let range = line.split_whitespace().next().and_then(|r| r.split_once('-'));
+        let bounds =
+            range.and_then(|(a, b)| Some((usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?)));
+        if let Some((lo, hi)) = bounds {
+            inside = lo <= addr && addr < hi;
+        } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+            return Some(flags.split_whitespace().any(|f| f == "hg"));
+        }
+    }
+    None
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Whether this machine's THP mode honours the advice at all.
+    pub fn thp_mode_is_madvise() -> bool {
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+        let ok = mode.contains("[madvise]") && enabled();
+        if !ok {
+            eprintln!("SKIPPED: THP mode is not `madvise` ({}) or GNNKERN_HUGE_PAGES=0", mode.trim());
+        }
+        ok
+    }
+
+    #[test]
+    fn large_untouched_buffers_are_advised_and_small_ones_are_not() {
+        if !thp_mode_is_madvise() {
+            return;
+        }
+        let mut big = zeroed_f32((16 << 20) / 4);
+        big.iter_mut().for_each(|x| *x = 1.0);
+        assert_eq!(is_advised(big.as_ptr().wrapping_add(big.len() / 2).cast()), Some(true));
+        let small = vec![0f32; (MIN_BYTES / 4) - 1024];
+        advise(small.as_ptr().cast(), small.len() * 4);
+        assert_eq!(is_advised(small.as_ptr().wrapping_add(small.len() / 2).cast()), Some(false));
+    }
+}
