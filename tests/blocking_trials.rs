@@ -1,7 +1,8 @@
 //! The SIMD backend's blocking trials (`src/backend/simd/trials.rs`): when
 //! the traffic model nominates a blocked pass, calls 1–2 run plain, calls
 //! 3–4 blocked, and every later call runs the pass the timings chose; the
-//! result never depends on which pass ran.
+//! result never depends on which pass ran. The same for edge softmax's
+//! row-order and two-phase schemes.
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 64 KiB with
@@ -64,5 +65,41 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         // A layout no decided signature uses is released.
         any_kept |= blocked(&passes[4]);
         assert_eq!(cache_bytes(&g) > 0, any_kept, "{name}: layout cached iff a signature kept it ({passes:?})");
+    }
+
+    // Edge softmax: [E, 4] logits (5 MiB) exceed the budget, so the model
+    // nominates the two-phase scheme; calls 1-2 run row order, 3-4 two
+    // phases, and the outputs are bitwise the same throughout.
+    let heads = 4;
+    let logits = Tensor::from_vec(rng.signed_vec(e * heads, 0.1, 8.0), vec![e, heads]).unwrap();
+    let grad = Tensor::from_vec(rng.signed_vec(e * heads, 0.1, 1.0), vec![e, heads]).unwrap();
+    let forward = || {
+        let mut out = Tensor::zeros(&[e, heads]).unwrap();
+        simd.edge_softmax(&g, logits.view(), out.view_mut()).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let first = forward();
+    let y = Tensor::from_vec(first.0.clone(), vec![e, heads]).unwrap();
+    let backward = || {
+        let mut out = Tensor::zeros(&[e, heads]).unwrap();
+        simd.edge_softmax_backward(&g, y.view(), grad.view(), out.view_mut()).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let mut forward_calls = vec![first];
+    forward_calls.extend((0..6).map(|_| forward()));
+    let backward_calls: Vec<(Vec<f32>, PassKind)> = (0..7).map(|_| backward()).collect();
+    for (name, calls) in [("edge_softmax", forward_calls), ("edge_softmax_backward", backward_calls)] {
+        let passes: Vec<PassKind> = calls.iter().map(|c| c.1).collect();
+        assert_eq!(&passes[..2], &[PassKind::RowOrder; 2], "{name}: calls 1-2 run row order ({passes:?})");
+        assert_eq!(&passes[2..4], &[PassKind::TwoPhase; 2], "{name}: calls 3-4 run two phases ({passes:?})");
+        assert!(passes[4..].iter().all(|p| *p == passes[4]), "{name}: the decision sticks ({passes:?})");
+        for (i, c) in calls.iter().enumerate() {
+            assert!(
+                c.0.iter().zip(&calls[0].0).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{name}: call {} ({:?}) differs from call 1 (row order)",
+                i + 1,
+                c.1
+            );
+        }
     }
 }

@@ -499,9 +499,11 @@ fn softmax_suite<I: Index>(seed: u64) {
                 });
                 assert_close(&what, &got, want.data(), tol);
                 assert_close(&format!("{what} backward"), &got_b, want_b.data(), |i| 2.0 * tol(i));
-                // Both schemes, forced (the backend picks two-phase only on
-                // graphs larger than the cache).
-                for (scheme, dst) in [("row order", None), ("two-phase", Some(g.edge_dst()))] {
+                // Both schemes, forced (the backend tries two-phase only on
+                // graphs larger than the cache): close to the reference, and
+                // bitwise equal to each other, which lets the backend choose
+                // between them by timing.
+                let schemes = [("row order", None), ("two-phase", Some(g.edge_dst()))].map(|(scheme, dst)| {
                     let (got, got_b) = on_level(level, || {
                         let (e, csr) = (g.num_edges(), g.in_csr().view());
                         let (mut out, mut b) = (vec![0f32; e * d], vec![0f32; e * d]);
@@ -511,7 +513,10 @@ fn softmax_suite<I: Index>(seed: u64) {
                     });
                     assert_close(&format!("{what} {scheme}"), &got, want.data(), tol);
                     assert_close(&format!("{what} {scheme} backward"), &got_b, want_b.data(), |i| 2.0 * tol(i));
-                }
+                    (got, got_b)
+                });
+                assert_exact(&format!("{what} two-phase vs row order"), &schemes[1].0, &schemes[0].0);
+                assert_exact(&format!("{what} two-phase vs row order backward"), &schemes[1].1, &schemes[0].1);
             }
         }
     }

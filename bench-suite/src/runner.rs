@@ -144,7 +144,8 @@ fn time_op<I: Index>(
     let mut backend = None;
     let mut times = Vec::with_capacity(t.reps);
     // The SIMD backend times its first calls of a large op to choose between
-    // the plain and the blocked pass: the timed runs start once it decided.
+    // the plain and the blocked pass (edge softmax: between its two schemes):
+    // the timed runs start once it decided.
     let warmup = t.warmup.max(gnnkern::backend::simd::trials::CALLS_TO_DECIDE);
     for i in 0..warmup + t.reps.max(1) {
         let start = Instant::now();
@@ -156,12 +157,15 @@ fn time_op<I: Index>(
         }
     }
     let pass = match (backend, t.op.family) {
-        (Some(BackendKind::Simd), OpFamily::Spmm(_) | OpFamily::Sddmm(_)) => {
-            gnnkern::backend::simd::last_pass().map(|p| match p {
-                PassKind::Plain => "plain".to_string(),
-                PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
-            })
-        }
+        (
+            Some(BackendKind::Simd),
+            OpFamily::Spmm(_) | OpFamily::Sddmm(_) | OpFamily::EdgeSoftmax | OpFamily::EdgeSoftmaxBackward,
+        ) => gnnkern::backend::simd::last_pass().map(|p| match p {
+            PassKind::Plain => "plain".to_string(),
+            PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
+            PassKind::RowOrder => "row-order".to_string(),
+            PassKind::TwoPhase => "two-phase".to_string(),
+        }),
         _ => None,
     };
     Ok((times, backend, pass))

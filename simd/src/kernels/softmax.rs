@@ -10,7 +10,7 @@
 //!   out[e] = exp(x[e] - m);  s = Σ out[e]      (pass 2: writes out)
 //!   out[e] = out[e] / s                        (pass 3: the row's out lines are in L1/L2)
 //! two phases:
-//!   phase 1, row order:  table[v] = [m | s]   (one online max/sum pass; reads logits only)
+//!   phase 1, row order:  table[v] = [m | s]   (a max pass and an exp-sum pass; reads logits only)
 //!   phase 2, edge order: out[e] = exp(x[e] - m[dst e]) / s[dst e]
 //!                        (streams x, dst and out; reads one table row per edge)
 //! backward: t = Σ_e g[e]·y[e];  grad[e] = y[e]·(g[e] − t)   (same two schemes, table = t)
@@ -27,6 +27,15 @@
 //! runs. Both prefetch the logits (and output) lines of the edge
 //! `prefetch_distance` slots ahead across row boundaries, so many misses are
 //! in flight at once.
+//!
+//! Both schemes perform the same floating-point operations in the same order
+//! for every output element (the max and the exp-sum over a row's edges in
+//! CSR order, then `exp(x − m) / s`), so their results are bitwise identical
+//! (tested) and the backend may pick either by timing it without making a
+//! result depend on timing. A one-pass online max/sum (Milakov & Gimelshein
+//! 2018) in phase 1 rounds differently, which rules that out, and measured
+//! slower on the Zen 5 VM (uniform 2^20 / 2^24, 4 heads: phase 1 ~350 ms
+//! against ~210 ms for the two passes; docs/PERFORMANCE.md).
 //!
 //! Temporaries: the two-phase scheme's node table (`N × 2d` floats forward,
 //! `N × d` backward), never anything proportional to `E`. The exponential
@@ -53,7 +62,9 @@ use rayon::prelude::*;
 /// Two phases: the node table row, cached with the probability that a
 /// random node's row is within the cache budget, plus streaming the logits,
 /// the output and the destination ids. Small problems (everything within the
-/// budget) keep the row-order scheme, which needs no table.
+/// budget) keep the row-order scheme, which needs no table. This is a
+/// nomination: its line costs do not carry across machines, and gnnkern's
+/// backend times both schemes before it keeps the two-phase one.
 pub fn prefers_edge_order(num_dst: usize, num_edges: usize, d: usize, table_floats: usize) -> bool {
     let budget = cache_budget() as f64;
     let lines = |bytes: usize| bytes.div_ceil(64) as f64;
@@ -345,43 +356,6 @@ impl<I: Index> RowKernel for RowOrder<'_, I> {
     }
 }
 
-/// The running max `m` and `Σ exp(x − m)` of a row's values in one pass (online
-/// softmax normalisation, Milakov & Gimelshein 2018): when the max grows from
-/// `m` to `m'` the sum so far is rescaled by `exp(m − m')`. One pass instead of
-/// a max pass and a sum pass, so phase 1 of the two-phase scheme reads a row
-/// whose logits do not stay cached (RMAT hubs: 10^4–10^5 edges) once, not twice
-/// (RMAT 2^20/2^24, 1 head: 256–275 -> 236–255 ms over three alternated runs; 4
-/// heads unchanged at ~300 ms). The row-order scheme keeps separate passes:
-/// with the online sum it measured slower (403 -> 549 ms), its second exp per
-/// element (with prefetches within the row) not paid back. Special values keep
-/// the two-pass results: a `-inf` logit adds exactly 0 (while the max is still
-/// `-inf`, `exp(x − m)` would be NaN), the sum is rescaled only where the max
-/// strictly grew (`-inf` to `-inf` keeps it), and a NaN or `+inf` logit makes
-/// the sum NaN, so the row's outputs are NaN as in the reference. The rescaling
-/// adds one rounding of `exp` and one of the product per growth of the max; the
-/// result stays within the tested `eps · (degree + 2)` bound.
-struct OnlineMaxSum<S: Simd> {
-    max: S::F32,
-    sum: S::F32,
-}
-
-impl<S: Simd> OnlineMaxSum<S> {
-    #[inline(always)]
-    fn new(s: S) -> Self {
-        Self { max: s.splat(f32::NEG_INFINITY), sum: s.splat(0.0) }
-    }
-
-    #[inline(always)]
-    fn push(&mut self, s: S, x: S::F32) {
-        let max = s.max(self.max, x);
-        let grew = s.lt(self.max, max);
-        let rescale = s.select(grew, exp_nonpositive(s, s.sub(self.max, max)), s.splat(1.0));
-        let term = s.select(s.lt(x, s.splat(f32::MIN)), s.splat(0.0), exp_nonpositive(s, s.sub(x, max)));
-        self.sum = s.mul_add(self.sum, rescale, term);
-        self.max = max;
-    }
-}
-
 #[derive(Clone, Copy)]
 struct RowOrderBackward<'a, I: Index> {
     csr: CsrView<'a, I>,
@@ -460,18 +434,23 @@ impl<I: Index> RowKernel for MaxSum<'_, I> {
                 // `v < num_rows` owns table floats `v·2d .. (v+1)·2d`, and rows
                 // are split disjointly across tasks.
                 unsafe {
-                    let mut acc = OnlineMaxSum::new(s);
+                    let mut m = s.splat(f32::NEG_INFINITY);
                     for k in edges.clone() {
                         let ahead = k + self.prefetch;
                         if self.prefetch > 0 && (j == 0 || ahead < edges.end) {
                             prefetch_edge(s, eids, ahead, d, &[x]);
                         }
                         let e = eids.get_unchecked(k).to_usize();
-                        acc.push(s, load(s, x.add(e * d + j), len));
+                        m = s.max(m, load(s, x.add(e * d + j), len));
+                    }
+                    let mut sum = s.splat(0.0);
+                    for k in edges.clone() {
+                        let e = eids.get_unchecked(k).to_usize();
+                        sum = s.add(sum, exp_nonpositive(s, s.sub(load(s, x.add(e * d + j), len), m)));
                     }
                     let row = self.table.at(v * 2 * d);
-                    store(s, row.add(j), acc.max, len);
-                    store(s, row.add(d + j), acc.sum, len);
+                    store(s, row.add(j), m, len);
+                    store(s, row.add(d + j), sum, len);
                 }
                 j += len;
             }

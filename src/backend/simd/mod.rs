@@ -10,7 +10,8 @@
 //!   traffic model picked, built on first use (DGL rebuilds its blocks on
 //!   every call) and shared by g-SpMM and g-SDDMM; its memory is reported
 //!   by [`cache_bytes`];
-//! - the timed trials that confirm each blocking choice ([`trials`]);
+//! - the timed trials that confirm each blocking choice and edge softmax's
+//!   scheme ([`trials`]);
 //! - the CSR that g-SDDMM walks ([`SddmmOrder`]), decided once per graph.
 //!
 //! [`last_pass`] tells which pass the last op on this thread ran.
@@ -21,6 +22,7 @@
 
 use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, SddmmCall, SpmmCall};
 use crate::graph::Graph;
+use crate::op::Target;
 use crate::{Error, Index, Result};
 use gnnkern_simd::KernelError;
 use gnnkern_simd::kernels::{self, BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs};
@@ -49,21 +51,26 @@ impl<I: Index> Default for BlockCache<I> {
     }
 }
 
-/// Which pass a g-SpMM or g-SDDMM ran.
+/// Which pass a g-SpMM or g-SDDMM ran, or which scheme an edge softmax ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PassKind {
     /// One pass over the CSR.
     Plain,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
     Blocked { block_sources: usize, num_blocks: usize },
+    /// Edge softmax (or its backward) row by row over the in-CSR.
+    RowOrder,
+    /// Edge softmax (or its backward) in two phases: rows into a node
+    /// table, then edges in id order.
+    TwoPhase,
 }
 
 thread_local! {
     static LAST_PASS: Cell<Option<PassKind>> = const { Cell::new(None) };
 }
 
-/// The pass the last g-SpMM or g-SDDMM of this thread ran on the SIMD
-/// backend (`None` before any).
+/// The pass the last g-SpMM, g-SDDMM or edge softmax of this thread ran on
+/// the SIMD backend (`None` before any).
 pub fn last_pass() -> Option<PassKind> {
     LAST_PASS.with(Cell::get)
 }
@@ -124,10 +131,32 @@ fn blocked_layout<I: Index>(graph: &Graph<I>, block_sources: usize) -> Result<Ar
     Ok(layout)
 }
 
-/// The edge destinations for edge softmax's two-phase scheme, when it would
-/// run (building the COO only then).
-fn edge_order<I: Index>(graph: &Graph<I>, d: usize, table_floats: usize) -> Option<EdgeDst<'_, I>> {
-    kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, table_floats).then(|| graph.edge_dst())
+/// Marks edge softmax's forward and backward in trial signatures.
+struct SoftmaxForward;
+struct SoftmaxBackward;
+
+/// Runs `pass` with the edge destinations (the two-phase scheme) or without
+/// them (row order), as the model nominates and the timed trials confirm;
+/// the COO is built only when the two-phase scheme runs.
+fn softmax_scheme<'g, I: Index, K: 'static>(
+    graph: &'g Graph<I>,
+    (d, table_floats): (usize, usize),
+    pass: &mut dyn FnMut(Option<EdgeDst<'g, I>>) -> Result<()>,
+) -> Result<()> {
+    let sig = Signature {
+        kernel: TypeId::of::<K>(),
+        lhs: Target::Edge,
+        rhs: Target::Edge,
+        lhs_len: d,
+        rhs_len: d,
+        out_len: d,
+        args: false,
+    };
+    let nominated = kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, table_floats);
+    trials::run_softmax(graph, sig, nominated, &mut |two_phase| {
+        LAST_PASS.with(|c| c.set(Some(if two_phase { PassKind::TwoPhase } else { PassKind::RowOrder })));
+        pass(two_phase.then(|| graph.edge_dst()))
+    })
 }
 
 fn spmm_args<'a, I: Index>(csr: CsrView<'a, I>, c: SpmmCall<'a, I>) -> SpmmArgs<'a, I> {
@@ -196,14 +225,16 @@ impl Backend for Simd {
 
     fn edge_softmax<I: Index>(&self, call: EdgeSoftmaxCall<'_, I>) -> Result<()> {
         let EdgeSoftmaxCall { graph, logits, row_len, out } = call;
-        let dst = edge_order(graph, row_len, 2 * row_len);
-        kernels::edge_softmax(graph.in_csr().view(), dst, logits, row_len, out).map_err(kernel_error)
+        softmax_scheme::<I, SoftmaxForward>(graph, (row_len, 2 * row_len), &mut |dst| {
+            kernels::edge_softmax(graph.in_csr().view(), dst, logits, row_len, out).map_err(kernel_error)
+        })
     }
 
     fn edge_softmax_backward<I: Index>(&self, call: EdgeSoftmaxBackwardCall<'_, I>) -> Result<()> {
         let EdgeSoftmaxBackwardCall { graph, out, grad_out, row_len, grad_logits } = call;
-        let dst = edge_order(graph, row_len, row_len);
-        kernels::edge_softmax_backward(graph.in_csr().view(), dst, out, grad_out, row_len, grad_logits)
-            .map_err(kernel_error)
+        softmax_scheme::<I, SoftmaxBackward>(graph, (row_len, row_len), &mut |dst| {
+            kernels::edge_softmax_backward(graph.in_csr().view(), dst, out, grad_out, row_len, grad_logits)
+                .map_err(kernel_error)
+        })
     }
 }

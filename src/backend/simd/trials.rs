@@ -1,4 +1,5 @@
-//! Timed trials that confirm the traffic model's blocking choice.
+//! Timed trials that confirm the traffic model's blocking choice (and edge
+//! softmax's choice of scheme, below).
 //!
 //! The model (`gnnkern_simd::tuning`) nominates a source-blocked pass when
 //! blocking is plausible; its line costs are ratios measured on one
@@ -27,6 +28,14 @@
 //! a result depend on timing. A rejected layout is dropped from the cache
 //! unless another signature uses it. Forced tunings (`with_tuning`) skip the
 //! trials.
+//!
+//! Edge softmax runs the same four calls with the row-order scheme as the
+//! plain pass and the two-phase scheme as the nominee, which its model
+//! (`prefers_edge_order`) nominates on graphs larger than the cache. That
+//! model flips between machines: two phases won by 5–16 % on the Zen 4 VM
+//! and lost by 30–100 % on the Zen 5 VM (uniform 2^20 / 2^24, 1 and 4
+//! heads; docs/PERFORMANCE.md). The schemes are bitwise identical too
+//! (tested), so the choice is free to follow the clock.
 
 use super::BlockCache;
 use crate::graph::Graph;
@@ -64,20 +73,26 @@ pub struct Signature {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Trial {
+enum Trial<P> {
     /// The plain pass ran once (untimed).
     Warm,
     /// The plain pass took this long.
     Plain(Duration),
-    /// ... and the blocked pass ran once (untimed).
-    BlockedWarm(Duration),
-    /// Decided: the plan to run, `None` = plain.
-    Decided(Option<BlockPlan>),
+    /// ... and the nominated pass ran once (untimed).
+    NomineeWarm(Duration),
+    /// Decided: the pass to run, `None` = plain.
+    Decided(Option<P>),
 }
 
-/// The trials of one graph orientation.
-#[derive(Default)]
-pub struct Trials(Mutex<HashMap<Signature, Trial>>);
+/// The trials of one graph orientation, for nominees of type `P` (a
+/// [`BlockPlan`] for g-SpMM/g-SDDMM, [`TwoPhase`] for edge softmax).
+pub struct Trials<P = BlockPlan>(Mutex<HashMap<Signature, Trial<P>>>);
+
+impl<P> Default for Trials<P> {
+    fn default() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+}
 
 /// A pass over the graph, plain (`None`) or blocked (layout, tile bytes).
 pub type Pass<'p, I> = dyn FnMut(Option<(&BlockedCsr<I>, usize)>) -> Result<()> + 'p;
@@ -91,9 +106,54 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plan: Option<BlockPlan>, 
         let layout = super::blocked_layout(graph, plan.block_sources)?;
         return pass(Some((&layout, plan.tile_bytes)));
     }
-    let trials = graph.cached(|| Ok(Trials::default()))?;
+    let trials = graph.cached(|| Ok(Trials::<BlockPlan>::default()))?;
+    let rejected = step(&trials, sig, plan, &mut |choice| match choice {
+        None => pass(None),
+        Some(plan) => {
+            let layout = super::blocked_layout(graph, plan.block_sources)?;
+            pass(Some((&layout, plan.tile_bytes)))
+        }
+    })?;
+    if rejected {
+        release_unused(graph, &trials, plan.block_sources)?;
+    }
+    Ok(())
+}
+
+/// Edge softmax's nominee: the two-phase scheme (`gnnkern_simd::kernels`'
+/// softmax docs), nominated by `prefers_edge_order`. Both schemes give
+/// bitwise identical results, so timing may choose.
+#[derive(Clone, Copy, Debug)]
+pub struct TwoPhase;
+
+/// Runs `pass` in row order (`false`) or two phases (`true`), as the
+/// trials of `sig` on `graph` decide; `nominated` is the model's choice of
+/// two phases (`false`: row order, no trial).
+pub fn run_softmax<I: Index>(
+    graph: &Graph<I>,
+    sig: Signature,
+    nominated: bool,
+    pass: &mut dyn FnMut(bool) -> Result<()>,
+) -> Result<()> {
+    if !nominated {
+        return pass(false);
+    }
+    let trials = graph.cached(|| Ok(Trials::<TwoPhase>::default()))?;
+    step(&trials, sig, TwoPhase, &mut |choice| pass(choice.is_some()))?;
+    Ok(())
+}
+
+/// One call of `sig` under the module docs' state machine: runs the plain
+/// pass (`None`) or `nominee`, records what it learned, and returns whether
+/// this call rejected the nominee.
+fn step<P: Copy + std::fmt::Debug>(
+    trials: &Trials<P>,
+    sig: Signature,
+    nominee: P,
+    pass: &mut dyn FnMut(Option<P>) -> Result<()>,
+) -> Result<bool> {
     let state = super::lock(&trials.0).get(&sig).copied();
-    let record = |t: Trial| super::lock(&trials.0).insert(sig, t);
+    let record = |t: Trial<P>| super::lock(&trials.0).insert(sig, t);
     match state {
         None => {
             pass(None)?;
@@ -105,33 +165,24 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plan: Option<BlockPlan>, 
             record(Trial::Plain(start.elapsed()));
         }
         Some(Trial::Plain(plain)) => {
-            let layout = super::blocked_layout(graph, plan.block_sources)?;
-            pass(Some((&layout, plan.tile_bytes)))?;
-            record(Trial::BlockedWarm(plain));
+            pass(Some(nominee))?;
+            record(Trial::NomineeWarm(plain));
         }
-        Some(Trial::BlockedWarm(plain)) => {
-            let layout = super::blocked_layout(graph, plan.block_sources)?;
+        Some(Trial::NomineeWarm(plain)) => {
             let start = Instant::now();
-            pass(Some((&layout, plan.tile_bytes)))?;
-            let blocked = start.elapsed();
-            let keep = blocked.as_secs_f64() < TRIAL_MARGIN * plain.as_secs_f64();
+            pass(Some(nominee))?;
+            let took = start.elapsed();
+            let keep = took.as_secs_f64() < TRIAL_MARGIN * plain.as_secs_f64();
             log::debug!(
-                "blocking trial {sig:?}: plain {plain:?}, blocked {blocked:?} with {plan:?} -> {}",
-                if keep { "blocked" } else { "plain" }
+                "trial {sig:?}: plain {plain:?}, {nominee:?} {took:?} -> {}",
+                if keep { "nominee" } else { "plain" }
             );
-            record(Trial::Decided(keep.then_some(plan)));
-            if !keep {
-                drop(layout);
-                release_unused(graph, &trials, plan.block_sources)?;
-            }
+            record(Trial::Decided(keep.then_some(nominee)));
+            return Ok(!keep);
         }
-        Some(Trial::Decided(Some(plan))) => {
-            let layout = super::blocked_layout(graph, plan.block_sources)?;
-            pass(Some((&layout, plan.tile_bytes)))?;
-        }
-        Some(Trial::Decided(None)) => pass(None)?,
+        Some(Trial::Decided(choice)) => pass(choice)?,
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Drops the cached layout with `block_sources` unless a decided signature
