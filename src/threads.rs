@@ -15,8 +15,10 @@
 //! local. It costs flexibility: a pinned worker whose core is busy with
 //! another process waits for that core instead of moving to an idle one, so
 //! on a shared or oversubscribed machine (a VM with few vCPUs, a CI runner)
-//! pinning can be slower. Measure before turning it on (`gnnkern-bench op
-//! --pin`; docs/C_ABI.md, "Thread pinning").
+//! pinning can be slower. On a quiet 2-vCPU Zen 5 VM it made no difference
+//! beyond noise (copy_u_sum, 2^20 and 2^24 edges; docs/PERFORMANCE.md).
+//! Measure before turning it on (`gnnkern-bench op --pin`; docs/C_ABI.md,
+//! "Thread pinning").
 
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::Arc;
