@@ -165,14 +165,33 @@ impl Simd for Avx2 {
     }
     #[inline(always)]
     unsafe fn load_partial(self, ptr: *const f32, n: usize) -> __m256 {
+        // An xmm `vmaskmovps` for up to 4 lanes: a 32-byte masked access may
+        // span two cache lines, which cost as much as a second random line
+        // (edge softmax `[E, 4]`, uniform 2^20 / 2^24 at this level: 193 ->
+        // 134 ms; see the AVX-512 level).
         // SAFETY: the token proves AVX2; `vmaskmovps` does not access (or
         // fault on) masked-off lanes, and the caller guarantees `n` floats.
-        unsafe { _mm256_maskload_ps(ptr, tail_mask(self, n)) }
+        unsafe {
+            let mask = tail_mask(self, n);
+            if n <= 4 {
+                _mm256_zextps128_ps256(_mm_maskload_ps(ptr, _mm256_castsi256_si128(mask)))
+            } else {
+                _mm256_maskload_ps(ptr, mask)
+            }
+        }
     }
     #[inline(always)]
     unsafe fn store_partial(self, ptr: *mut f32, v: __m256, n: usize) {
+        // Narrowest register, as in `load_partial`.
         // SAFETY: as for `load_partial`: only the first `n` lanes are written.
-        unsafe { _mm256_maskstore_ps(ptr, tail_mask(self, n), v) }
+        unsafe {
+            let mask = tail_mask(self, n);
+            if n <= 4 {
+                _mm_maskstore_ps(ptr, _mm256_castsi256_si128(mask), _mm256_castps256_ps128(v))
+            } else {
+                _mm256_maskstore_ps(ptr, mask, v)
+            }
+        }
     }
     #[inline(always)]
     unsafe fn store_i32(self, ptr: *mut i32, v: __m256i) {

@@ -167,14 +167,37 @@ impl Simd for Avx512 {
     }
     #[inline(always)]
     unsafe fn load_partial(self, ptr: *const f32, n: usize) -> __m512 {
-        // SAFETY: the token proves AVX-512F; masked-off lanes are not
+        // The narrowest register that holds `n` lanes: a 64-byte masked
+        // access spans two cache lines unless it starts line-aligned, and on
+        // Zen 5 a 4-lane access through a zmm mask cost about as much as a
+        // second random line (edge softmax over `[E, 4]` rows, uniform 2^20 /
+        // 2^24: 239 ms with zmm masks, 131 ms with xmm ones; 1 lane 240 ->
+        // 179 ms; docs/PERFORMANCE.md, "Partial vectors").
+        // SAFETY: the token proves AVX-512F/VL; masked-off lanes are not
         // accessed (no fault), and the caller guarantees `n` readable floats.
-        unsafe { _mm512_maskz_loadu_ps(tail_mask(n), ptr) }
+        unsafe {
+            if n <= 4 {
+                _mm512_zextps128_ps512(_mm_maskz_loadu_ps(tail_mask(n) as __mmask8, ptr))
+            } else if n <= 8 {
+                _mm512_zextps256_ps512(_mm256_maskz_loadu_ps(tail_mask(n) as __mmask8, ptr))
+            } else {
+                _mm512_maskz_loadu_ps(tail_mask(n), ptr)
+            }
+        }
     }
     #[inline(always)]
     unsafe fn store_partial(self, ptr: *mut f32, v: __m512, n: usize) {
+        // Narrowest register, as in `load_partial`.
         // SAFETY: as for `load_partial`: only the first `n` lanes are written.
-        unsafe { _mm512_mask_storeu_ps(ptr, tail_mask(n), v) }
+        unsafe {
+            if n <= 4 {
+                _mm_mask_storeu_ps(ptr, tail_mask(n) as __mmask8, _mm512_castps512_ps128(v))
+            } else if n <= 8 {
+                _mm256_mask_storeu_ps(ptr, tail_mask(n) as __mmask8, _mm512_castps512_ps256(v))
+            } else {
+                _mm512_mask_storeu_ps(ptr, tail_mask(n), v)
+            }
+        }
     }
     #[inline(always)]
     unsafe fn store_i32(self, ptr: *mut i32, v: __m512i) {
