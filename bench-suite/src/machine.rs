@@ -52,11 +52,10 @@ impl Machine {
     }
 }
 
-/// `MODE, advised|not advised`: MODE is the bracketed choice of
-/// /sys/kernel/mm/transparent_hugepage/enabled (`unknown` off Linux).
+/// `MODE, advised|not advised`: MODE is the kernel's THP mode (`unknown`
+/// off Linux).
 fn huge_page_policy() -> String {
-    let modes = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
-    let mode = modes.split_once('[').and_then(|(_, r)| r.split_once(']')).map_or("unknown", |(m, _)| m);
+    let mode = gnnkern::huge_pages::system_mode().unwrap_or_else(|| "unknown".into());
     let advised = if gnnkern::huge_pages::enabled() { "advised" } else { "not advised (GNNKERN_HUGE_PAGES=0)" };
     format!("{mode}, {advised}")
 }

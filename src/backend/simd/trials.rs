@@ -23,8 +23,9 @@
 //! (u_dot_v, d = 32, 2^24 edges), enough to flip the choice. Each is timed
 //! twice, interleaved, and the faster run counts: with one run each, a
 //! transient slowdown of this shared VM during the plain run once kept
-//! edge softmax's two-phase scheme at 329 ms where row order takes 234 ms
-//! (uniform 2^20 / 2^24, 4 heads, in the 2026-11-25 suite run).
+//! edge softmax's two-phase scheme at 329 ms where row order takes 241 ms
+//! (uniform 2^20 / 2^24, 4 heads; suite runs 6eeda56 and c6eaab7 in
+//! perf-reports/runs/, 2026-11-25).
 //!
 //! Every call returns the correct result: for each output element the
 //! blocked pass performs the same floating-point operations in the same
