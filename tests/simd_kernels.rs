@@ -26,8 +26,15 @@ const FEATS: &[usize] = &[1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 257];
 
 /// Uniform in [-1, 1), or in ±[0.5, 2) for divisors; a few values repeat
 /// so that max/min ties occur.
+/// A feature value: mostly uniform, with repeated values (ties for
+/// max/min) and signed zeros (`-0 == +0`: the earlier edge must keep its bits).
 fn value(rng: &mut Rng, divisor: bool) -> f32 {
-    let x = if rng.below(8) == 0 { 0.25 } else { rng.uniform(-1.0, 1.0) };
+    let x = match rng.below(16) {
+        0 | 1 => 0.25,
+        2 => 0.0,
+        3 => -0.0,
+        _ => rng.uniform(-1.0, 1.0),
+    };
     if divisor { (x.abs() * 1.5 + 0.5).copysign(x) } else { x }
 }
 

@@ -133,12 +133,12 @@ fn time_op<I: Index>(
     out: &mut [f32],
 ) -> gnnkern::Result<(Vec<f64>, Option<BackendKind>, Option<String>)> {
     let arg_e = forward_arg_e(t.exec, g, t.op, t.inputs)?;
-    // A max/min g-SpMM writes both arg outputs, as DGL's gspmm always does
-    // (its backward needs them).
-    let mut args = match t.op.family {
-        OpFamily::Spmm(spec) if spec.reduce.has_arg() => {
-            Some((aligned_filled(out.len(), I::from_usize(0)), aligned_filled(out.len(), I::from_usize(0))))
-        }
+    // A max/min g-SpMM writes the arg output its backward reads: gnnkern's
+    // `arg_e` (the backward finds a source from its edge). DGL's gspmm writes
+    // the ones its backward reads too: `arg_u` for copy_u, `arg_e` for copy_e,
+    // both for binary ops (dgl/_sparse_ops.py, `use_u` / `use_e`), as int64.
+    let mut arg_out = match t.op.family {
+        OpFamily::Spmm(spec) if spec.reduce.has_arg() => Some(aligned_filled(out.len(), I::from_usize(0))),
         _ => None,
     };
     let mut backend = None;
@@ -149,8 +149,7 @@ fn time_op<I: Index>(
     let warmup = t.warmup.max(gnnkern::backend::simd::trials::CALLS_TO_DECIDE);
     for i in 0..warmup + t.reps.max(1) {
         let start = Instant::now();
-        let arg_out = args.as_mut().map(|(u, e)| (&mut u[..], &mut e[..]));
-        backend = run_once(t.exec, g, t.op, t.inputs, arg_e.as_deref(), arg_out, out)?;
+        backend = run_once(t.exec, g, t.op, t.inputs, arg_e.as_deref(), arg_out.as_deref_mut(), out)?;
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
         if i >= warmup {
             times.push(elapsed);
@@ -220,7 +219,7 @@ fn run_once<I: Index>(
     op: &BenchOp,
     inputs: &Inputs<'_>,
     arg_e: Option<&[I]>,
-    arg_out: Option<(&mut [I], &mut [I])>,
+    arg_out: Option<&mut [I]>,
     out: &mut [f32],
 ) -> gnnkern::Result<Option<BackendKind>> {
     let lhs = tensor(inputs.lhs, inputs.shapes.lhs.as_ref())?;
@@ -244,10 +243,7 @@ fn run_once<I: Index>(
     }
     let out = TensorMut::new(out, &inputs.shapes.out)?;
     let ran = match op.family {
-        OpFamily::Spmm(spec) => {
-            let (arg_u, arg_e) = arg_out.map_or((None, None), |(u, e)| (Some(u), Some(e)));
-            exec.gspmm(g, spec, SpmmIo { lhs, rhs, out, arg_u, arg_e })
-        }
+        OpFamily::Spmm(spec) => exec.gspmm(g, spec, SpmmIo { lhs, rhs, out, arg_u: None, arg_e: arg_out }),
         OpFamily::Sddmm(spec) => exec.gsddmm(g, spec, SddmmIo { lhs, rhs, out }),
         OpFamily::EdgeSoftmax => exec.edge_softmax(g, lhs.expect("edge_softmax has logits"), out),
         OpFamily::EdgeSoftmaxBackward => exec.edge_softmax_backward(

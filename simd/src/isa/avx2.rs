@@ -109,6 +109,11 @@ impl Simd for Avx2 {
         unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(a, b) }
     }
     #[inline(always)]
+    fn eq(self, a: __m256, b: __m256) -> __m256 {
+        // SAFETY: the token proves AVX.
+        unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b) }
+    }
+    #[inline(always)]
     fn replaces_max(self, val: __m256, acc: __m256) -> __m256 {
         // SAFETY: the token proves AVX. NLE_UQ: `!(val <= acc)`; ORD keeps a NaN accumulator.
         unsafe { _mm256_and_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(val, acc), _mm256_cmp_ps::<_CMP_ORD_Q>(acc, acc)) }
@@ -197,5 +202,31 @@ impl Simd for Avx2 {
     unsafe fn store_i32(self, ptr: *mut i32, v: __m256i) {
         // SAFETY: the token proves AVX; the caller guarantees 8 writable ints.
         unsafe { _mm256_storeu_si256(ptr.cast(), v) }
+    }
+    #[inline(always)]
+    unsafe fn gather_i32(self, table: *const i32, idx: __m256i, out: *mut i32, n: usize) {
+        // SAFETY: the token proves AVX2; masked-off lanes are neither read
+        // nor written, the caller guarantees the others.
+        unsafe {
+            let mask = tail_mask(self, n);
+            let ids = _mm256_mask_i32gather_epi32::<4>(_mm256_setzero_si256(), table, idx, mask);
+            _mm256_maskstore_epi32(out, mask, ids);
+        }
+    }
+    #[inline(always)]
+    unsafe fn gather_i64(self, table: *const i64, idx: __m256i, out: *mut i64, n: usize) {
+        // SAFETY: as for `gather_i32`, four 64-bit lanes per `vpgatherdq`;
+        // a 64-bit lane's mask is `tail_mask`'s 32-bit lane, sign-extended.
+        unsafe {
+            let zero = _mm256_setzero_si256();
+            let mask = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(tail_mask(self, n.min(4))));
+            let ids = _mm256_mask_i32gather_epi64::<8>(zero, table, _mm256_castsi256_si128(idx), mask);
+            _mm256_maskstore_epi64(out, mask, ids);
+            if n > 4 {
+                let mask = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(tail_mask(self, n - 4)));
+                let ids = _mm256_mask_i32gather_epi64::<8>(zero, table, _mm256_extracti128_si256::<1>(idx), mask);
+                _mm256_maskstore_epi64(out.add(4), mask, ids);
+            }
+        }
     }
 }

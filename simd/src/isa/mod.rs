@@ -85,6 +85,8 @@ pub trait Simd: Copy + Send + Sync + 'static {
     fn min(self, a: Self::F32, b: Self::F32) -> Self::F32;
     /// Lanes where `a < b` (ordered: false when either is NaN).
     fn lt(self, a: Self::F32, b: Self::F32) -> Self::Mask;
+    /// Lanes where `a == b` (ordered: false when either is NaN; `-0 == +0`).
+    fn eq(self, a: Self::F32, b: Self::F32) -> Self::Mask;
     /// Lanes where `val` replaces `acc` under max: `!acc.is_nan() && !(val <= acc)`,
     /// i.e. [`crate::op::Max`]'s `replaces` (strictly greater, or the first NaN).
     fn replaces_max(self, val: Self::F32, acc: Self::F32) -> Self::Mask;
@@ -131,6 +133,17 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// # Safety
     /// `ptr` must be valid for writing `LANES` `i32`s.
     unsafe fn store_i32(self, ptr: *mut i32, v: Self::I32);
+    /// `out[l] = table[idx[l]]` for the first `n <= LANES` lanes (the ids of
+    /// winning edges, looked up by ordinal); lanes past `n` are not read.
+    ///
+    /// # Safety
+    /// `table.add(idx[l])` must be readable and `out.add(l)` writable for every `l < n`.
+    unsafe fn gather_i32(self, table: *const i32, idx: Self::I32, out: *mut i32, n: usize);
+    /// [`Simd::gather_i32`] for `i64` ids.
+    ///
+    /// # Safety
+    /// As for [`Simd::gather_i32`].
+    unsafe fn gather_i64(self, table: *const i64, idx: Self::I32, out: *mut i64, n: usize);
 }
 
 /// Runs `task` with the token of `level`, or of the best supported level

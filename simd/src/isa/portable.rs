@@ -72,6 +72,10 @@ impl Simd for Portable {
         std::array::from_fn(|i| a[i] < b[i])
     }
     #[inline(always)]
+    fn eq(self, a: [f32; L], b: [f32; L]) -> [bool; L] {
+        std::array::from_fn(|i| a[i] == b[i])
+    }
+    #[inline(always)]
     fn replaces_max(self, val: [f32; L], acc: [f32; L]) -> [bool; L] {
         std::array::from_fn(|i| !acc[i].is_nan() && val[i].partial_cmp(&acc[i]).is_none_or(|o| o.is_gt()))
     }
@@ -128,5 +132,19 @@ impl Simd for Portable {
     unsafe fn store_i32(self, ptr: *mut i32, v: [i32; L]) {
         // SAFETY: the caller guarantees `L` writable ints; unaligned write.
         unsafe { ptr.cast::<[i32; L]>().write_unaligned(v) }
+    }
+    #[inline(always)]
+    unsafe fn gather_i32(self, table: *const i32, idx: [i32; L], out: *mut i32, n: usize) {
+        for (l, &i) in idx[..n].iter().enumerate() {
+            // SAFETY: the caller guarantees both addresses for `l < n`.
+            unsafe { *out.add(l) = *table.add(i as usize) };
+        }
+    }
+    #[inline(always)]
+    unsafe fn gather_i64(self, table: *const i64, idx: [i32; L], out: *mut i64, n: usize) {
+        for (l, &i) in idx[..n].iter().enumerate() {
+            // SAFETY: the caller guarantees both addresses for `l < n`.
+            unsafe { *out.add(l) = *table.add(i as usize) };
+        }
     }
 }

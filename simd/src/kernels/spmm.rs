@@ -18,10 +18,13 @@
 //!
 //! Max/min keep, per lane, the row-relative ordinal of the winning edge in
 //! an `i32` vector (`select` on the `replaces` mask: strictly better, or the
-//! first NaN), converted to `arg_u`/`arg_e` after the row. A lane that no
-//! message replaced saw only messages equal to the identity (±inf): its
-//! winner is the row's first edge, as in the reference. With no arg outputs
-//! requested, the ordinal bookkeeping is compiled out (`ARGS = false`).
+//! first NaN), turned into `arg_u`/`arg_e` after the row by one vector
+//! gather of the row's ids per output vector ([`Simd::gather_i32`]). A lane
+//! that no message replaced saw only messages equal to the identity (±inf):
+//! its winner is the row's first edge, as in the reference. With no arg
+//! outputs requested, the ordinal bookkeeping is compiled out
+//! (`ARGS = false`). The `replaces` test runs in its cheap ordered form
+//! unless a chunk holds a NaN message ([`reduce_step`], [`reduce_chunk`]).
 
 use super::blocked::BlockedCsr;
 use super::common::{
@@ -282,20 +285,17 @@ impl<I: Index> ArgSink<'_, I> {
         }
     }
 
-    /// Elements `out .. out + ords.len()` were won by slots `base + ords[l]`
-    /// (a negative ordinal, no replacement in the row: slot `base`). One
-    /// loop per output array, so the per-lane work is a load and a store.
+    /// Elements `out .. out + len` were won by the slots `base + ord[l]`
+    /// (`len <= LANES`; every `ord[l]` is an ordinal of the row starting
+    /// at slot `base`).
     #[inline(always)]
-    fn set_run(&mut self, out: usize, base: usize, ords: &[i32]) {
-        let slot = |o: i32| base + o.max(0) as usize;
-        if let Some(a) = self.arg_u.as_deref_mut() {
-            for (dst, &o) in a[out..out + ords.len()].iter_mut().zip(ords) {
-                *dst = self.ids.cols[slot(o)];
-            }
-        }
-        if let Some(a) = self.arg_e.as_deref_mut() {
-            for (dst, &o) in a[out..out + ords.len()].iter_mut().zip(ords) {
-                *dst = self.ids.eids[slot(o)];
+    fn set_run<S: Simd>(&mut self, s: S, out: usize, base: usize, ord: S::I32, len: usize) {
+        let (cols, eids) = (&self.ids.cols[base..], &self.ids.eids[base..]);
+        for (arg, table) in [(self.arg_u.as_deref_mut(), cols), (self.arg_e.as_deref_mut(), eids)] {
+            if let Some(a) = arg {
+                // SAFETY: the ordinals index the row's slots, which `table`
+                // (from the row's first slot on) holds.
+                unsafe { gather_ids(s, table, ord, &mut a[out..out + len]) };
             }
         }
     }
@@ -318,18 +318,25 @@ impl<I: Index> ArgSink<'_, I> {
 /// `edges` is a slot range of `ctx.ids`, whose ids are in bounds for the
 /// operands; the slots come from `plan_slots` for the operands in `ctx`.
 #[inline(always)]
-unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize, const ARGS: bool>(
+unsafe fn accumulate<
+    O: BinaryOp,
+    R: Reducer,
+    I: Index,
+    S: Simd,
+    const V: usize,
+    const ARGS: bool,
+    const ORDERED: bool,
+>(
     s: S,
     ctx: &Ctx<'_, I>,
     v: usize,
     edges: std::ops::Range<usize>,
     slots: &[Slot; V],
-    acc: &mut [S::F32; V],
-    ord: &mut [S::I32; V],
+    acc: &mut Acc<S, V>,
 ) {
     if dense_gather::<O, S, V>(ctx, slots) {
         // SAFETY: forwarded from the caller; `dense_gather` checked the layout.
-        unsafe { accumulate_dense::<O, R, I, S, V, ARGS>(s, ctx, edges, slots, acc, ord) };
+        unsafe { accumulate_dense::<O, R, I, S, V, ARGS, ORDERED>(s, ctx, edges, slots, acc) };
         return;
     }
     let (indices, eids) = (ctx.ids.cols, ctx.ids.eids);
@@ -369,11 +376,10 @@ unsafe fn accumulate<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize,
             let lrow = if O::USE_LHS { ctx.lhs.row(u, e, v) } else { std::ptr::null() };
             let rrow = if O::USE_RHS { ctx.rhs.row(u, e, v) } else { std::ptr::null() };
             let kk = s.splat_i32((k - edges.start) as i32);
-            for i in 0..V {
-                let sl = slots[i];
+            for (i, sl) in slots.iter().enumerate() {
                 let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
                 let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
-                reduce_step::<O, R, S, ARGS>(s, a, b, kk, &mut acc[i], &mut ord[i]);
+                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, acc, i);
             }
         }
     }
@@ -404,91 +410,253 @@ fn dense_gather<O: BinaryOp, S: Simd, const V: usize>(ctx: &Ctx<'_, impl Index>,
 /// # Safety
 /// As for [`accumulate`], and `dense_gather(ctx, slots)` holds.
 #[inline(always)]
-unsafe fn accumulate_dense<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize, const ARGS: bool>(
+unsafe fn accumulate_dense<
+    O: BinaryOp,
+    R: Reducer,
+    I: Index,
+    S: Simd,
+    const V: usize,
+    const ARGS: bool,
+    const ORDERED: bool,
+>(
     s: S,
     ctx: &Ctx<'_, I>,
     edges: std::ops::Range<usize>,
     slots: &[Slot; V],
-    acc: &mut [S::F32; V],
-    ord: &mut [S::I32; V],
+    acc: &mut Acc<S, V>,
 ) {
+    let rows = DenseRows::new(s, ctx, slots, O::USE_RHS);
     let first = edges.start;
-    let (indices, eids) = (ctx.ids.cols, ctx.ids.eids);
-    let lhs = ctx.lhs.data.as_ptr();
-    let (lhs_len, lhs_off) = (ctx.lhs.row_len, slots[0].lhs);
-    // One prefetch per 64-byte line of the chunk's span of the row.
-    let per_line = (16 / S::LANES).max(1);
-    let rhs_vectors = O::USE_RHS && ctx.rhs.contiguous;
     for k in edges {
-        let kp = k + ctx.prefetch;
-        if ctx.prefetch > 0 && kp < indices.len() {
-            // SAFETY: `kp` is a slot of `ctx.ids`, so its source id is a
-            // valid lhs row and its edge id a valid rhs row; the chunk's
-            // spans lie inside the rows (checked plan).
-            unsafe {
-                let row = lhs.add(indices.get_unchecked(kp).to_usize_valid() * lhs_len + lhs_off);
-                for i in (0..V).step_by(per_line) {
-                    s.prefetch(row.add(i * S::LANES));
-                }
-                if O::USE_RHS {
-                    // The edge operand is read by edge id: a random line per
-                    // edge (a miss the gathered rows' prefetch does not cover).
-                    let erow = ctx.rhs.data.as_ptr().add(eids.get_unchecked(kp).to_usize_valid() * ctx.rhs.row_len);
-                    let span = if rhs_vectors { V } else { 1 };
-                    for i in (0..span).step_by(per_line) {
-                        s.prefetch(erow.add(slots[0].rhs + i * S::LANES));
-                    }
-                }
-            }
-        }
-        // SAFETY: `k` is a slot of `ctx.ids` (caller): its source id indexes
-        // a row of lhs and its edge id a row of rhs, whose lengths
-        // `plan_slots` checked; `dense_gather` put every slot inside them.
+        // SAFETY: `k` is a slot of `ctx.ids` (caller), so are the prefetched
+        // ones below `indices.len()`; `dense_gather` holds.
         unsafe {
-            let row = lhs.add(indices.get_unchecked(k).to_usize_valid() * lhs_len + lhs_off);
-            let erow = if O::USE_RHS {
-                ctx.rhs.data.as_ptr().add(eids.get_unchecked(k).to_usize_valid() * ctx.rhs.row_len)
-            } else {
-                std::ptr::null()
-            };
+            rows.prefetch(s, k + ctx.prefetch);
+            let (row, erow) = rows.at(k);
             let kk = s.splat_i32((k - first) as i32);
             for i in 0..V {
-                let a = s.load(row.add(i * S::LANES));
-                let b = match (O::USE_RHS, rhs_vectors) {
-                    (false, _) => a,
-                    (true, true) => s.load(erow.add(slots[i].rhs)),
-                    (true, false) => s.splat(*erow.add(slots[i].rhs)),
-                };
-                reduce_step::<O, R, S, ARGS>(s, a, b, kk, &mut acc[i], &mut ord[i]);
+                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, rows.operands(s, row, erow, i), kk, acc, i);
             }
         }
     }
 }
 
-/// One message into one accumulator: `acc + φ(a, b)` for sum/mean; for
-/// max/min the exact `replaces` test, keeping the winner's row ordinal `kk`
-/// when arg outputs are wanted.
+/// Row addressing of a [`dense_gather`] chunk: the lhs span of a slot's
+/// source row and, for edge operands, its edge row.
+#[derive(Clone, Copy)]
+struct DenseRows<'a, 'b, I: Index, const V: usize> {
+    ctx: &'a Ctx<'b, I>,
+    slots: &'a [Slot; V],
+    lhs: *const f32,
+    /// The operator reads rhs (an edge operand: `dense_gather`).
+    use_rhs: bool,
+    /// The rhs is `V` vectors per edge (else a scalar broadcast per slot).
+    rhs_vectors: bool,
+    /// Prefetches per span: one per 64-byte line.
+    per_line: usize,
+}
+
+impl<'a, 'b, I: Index, const V: usize> DenseRows<'a, 'b, I, V> {
+    #[inline(always)]
+    fn new<S: Simd>(_s: S, ctx: &'a Ctx<'b, I>, slots: &'a [Slot; V], use_rhs: bool) -> Self {
+        DenseRows {
+            ctx,
+            slots,
+            lhs: ctx.lhs.data.as_ptr(),
+            use_rhs,
+            rhs_vectors: ctx.rhs.contiguous,
+            per_line: (16 / S::LANES).max(1),
+        }
+    }
+
+    /// The lhs span and the edge row of slot `k`.
+    ///
+    /// # Safety
+    /// `k` is a slot of `ctx.ids`.
+    #[inline(always)]
+    unsafe fn at(&self, k: usize) -> (*const f32, *const f32) {
+        let ctx = self.ctx;
+        // SAFETY: slot `k`'s source id indexes a row of lhs and its edge id a
+        // row of rhs, whose lengths `plan_slots` checked; `dense_gather` put
+        // every slot inside them.
+        unsafe {
+            let u = ctx.ids.cols.get_unchecked(k).to_usize_valid();
+            let row = self.lhs.add(u * ctx.lhs.row_len + self.slots[0].lhs);
+            let erow = if !self.use_rhs {
+                std::ptr::null()
+            } else {
+                ctx.rhs.data.as_ptr().add(ctx.ids.eids.get_unchecked(k).to_usize_valid() * ctx.rhs.row_len)
+            };
+            (row, erow)
+        }
+    }
+
+    /// Vector `i` of the lhs span and its rhs partner (`a` itself without rhs).
+    ///
+    /// # Safety
+    /// `row`, `erow` from [`DenseRows::at`].
+    #[inline(always)]
+    unsafe fn operands<S: Simd>(&self, s: S, row: *const f32, erow: *const f32, i: usize) -> (S::F32, S::F32) {
+        // SAFETY: forwarded; the slots lie inside the rows.
+        unsafe {
+            let a = s.load(row.add(i * S::LANES));
+            let b = if !self.use_rhs {
+                a
+            } else if self.rhs_vectors {
+                s.load(erow.add(self.slots[i].rhs))
+            } else {
+                s.splat(*erow.add(self.slots[i].rhs))
+            };
+            (a, b)
+        }
+    }
+
+    /// Prefetches the lines slot `kp` will gather (no-op past the last slot,
+    /// or with prefetching off).
+    ///
+    /// # Safety
+    /// Slots below `ctx.ids.cols.len()` are slots of `ctx.ids`.
+    #[inline(always)]
+    unsafe fn prefetch<S: Simd>(&self, s: S, kp: usize) {
+        if self.ctx.prefetch == 0 || kp >= self.ctx.ids.cols.len() {
+            return;
+        }
+        // SAFETY: `kp` is a slot of `ctx.ids`; prefetches never fault.
+        unsafe {
+            let (row, erow) = self.at(kp);
+            for i in (0..V).step_by(self.per_line) {
+                s.prefetch(row.add(i * S::LANES));
+            }
+            if self.use_rhs {
+                // The edge operand is read by edge id: a random line per
+                // edge (a miss the gathered rows' prefetch does not cover).
+                let span = if self.rhs_vectors { V } else { 1 };
+                for i in (0..span).step_by(self.per_line) {
+                    s.prefetch(erow.add(self.slots[0].rhs + i * S::LANES));
+                }
+            }
+        }
+    }
+}
+
+/// One message into accumulator `i`: `acc + φ(a, b)` for sum/mean; for
+/// max/min the `replaces` test, keeping the winner's row ordinal `kk` when
+/// arg outputs are wanted.
+///
+/// Max/min come in two flavours with the same result whenever no message
+/// is NaN. The exact step tests `replaces` (strictly better, or the first
+/// NaN): an ORD compare on `acc`, a masked compare and a blend, three
+/// dependent instructions on the `acc` chain of every edge. The ordered
+/// step (`ORDERED`) keeps one `maxps`/`minps` on that chain:
+/// `maxps(m, acc)` is `m > acc ? m : acc`, which is
+/// `replaces` for any non-NaN `m` (a NaN `acc` stays NaN and keeps its
+/// ordinal, as in `replaces`); the ordinal's compare reads the old `acc`
+/// off the chain. It adds each message into `probe`, whose NaN after the
+/// chunk (a NaN message, or `+inf` and `-inf` in one lane) makes the caller
+/// rerun the chunk with the exact step ([`reduce_chunk`]).
 #[inline(always)]
-fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const ARGS: bool>(
+fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const V: usize, const ARGS: bool, const ORDERED: bool>(
     s: S,
-    a: S::F32,
-    b: S::F32,
+    (a, b): (S::F32, S::F32),
     kk: S::I32,
-    acc: &mut S::F32,
-    ord: &mut S::I32,
+    acc: &mut Acc<S, V>,
+    i: usize,
+) {
+    if !R::HAS_ARG {
+        acc.val[i] = O::accumulate_vec(s, a, b, acc.val[i]);
+        return;
+    }
+    let (m, old) = (O::apply_vec(s, a, b), acc.val[i]);
+    let min = R::KIND == ReduceKind::Min;
+    let wins = if ORDERED {
+        acc.probe[i] = s.add(acc.probe[i], m);
+        acc.val[i] = if min { s.min(m, old) } else { s.max(m, old) };
+        if min { s.lt(m, old) } else { s.lt(old, m) }
+    } else {
+        let wins = if min { s.replaces_min(m, old) } else { s.replaces_max(m, old) };
+        acc.val[i] = s.select(wins, m, old);
+        wins
+    };
+    if ARGS {
+        acc.ord[i] = s.select_i32(wins, kk, acc.ord[i]);
+    }
+}
+
+/// The register state of one chunk of `V` output vectors.
+struct Acc<S: Simd, const V: usize> {
+    val: [S::F32; V],
+    /// Max/min: per lane, the row-relative ordinal of the winning edge (-1: none).
+    ord: [S::I32; V],
+    /// Ordered max/min: the sum of the messages (see [`reduce_step`]).
+    probe: [S::F32; V],
+}
+
+impl<S: Simd, const V: usize> Clone for Acc<S, V> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: Simd, const V: usize> Copy for Acc<S, V> {}
+
+impl<S: Simd, const V: usize> Acc<S, V> {
+    /// Accumulators `val` whose lanes name winning ordinal `ord` until a
+    /// message replaces them.
+    #[inline(always)]
+    fn new(s: S, val: [S::F32; V], ord: i32) -> Self {
+        Acc { val, ord: [s.splat_i32(ord); V], probe: [s.splat(0.0); V] }
+    }
+}
+
+/// Runs a chunk's edges into `acc`. Sums take their one step; max/min take
+/// the ordered step, and when its probe saw a NaN (or opposite infinities)
+/// run again from the same start with the exact step, so the result is
+/// always the exact one (see [`reduce_step`]).
+///
+/// # Safety
+/// As for [`accumulate`].
+#[inline(always)]
+unsafe fn reduce_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    v: usize,
+    edges: std::ops::Range<usize>,
+    slots: &[Slot; V],
+    acc: &mut Acc<S, V>,
 ) {
     if R::HAS_ARG {
-        let m = O::apply_vec(s, a, b);
-        let mask = match R::KIND {
-            ReduceKind::Min => s.replaces_min(m, *acc),
-            _ => s.replaces_max(m, *acc),
-        };
-        *acc = s.select(mask, m, *acc);
-        if ARGS {
-            *ord = s.select_i32(mask, kk, *ord);
+        let start = *acc;
+        // SAFETY: forwarded from the caller.
+        unsafe { accumulate::<O, R, I, S, V, ARGS, true>(s, ctx, v, edges.clone(), slots, acc) };
+        let mut probe = acc.probe[0];
+        for p in &acc.probe[1..] {
+            probe = s.add(probe, *p);
         }
-    } else {
-        *acc = O::accumulate_vec(s, a, b, *acc);
+        if !s.reduce_sum(probe).is_nan() {
+            return;
+        }
+        *acc = start;
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { accumulate::<O, R, I, S, V, ARGS, false>(s, ctx, v, edges, slots, acc) };
+}
+
+/// `dst[l] = table[idx[l]]` for every `l < dst.len() <= LANES`.
+///
+/// # Safety
+/// `idx[l] < table.len()` for those lanes.
+#[inline(always)]
+unsafe fn gather_ids<S: Simd, I: Index>(s: S, table: &[I], idx: S::I32, dst: &mut [I]) {
+    debug_assert!(dst.len() <= S::LANES);
+    // SAFETY: `Index` is sealed to `i32` and `i64`, so the size names the
+    // type; addresses as guaranteed by the caller, `dst` is writable.
+    unsafe {
+        if size_of::<I>() == 4 {
+            s.gather_i32(table.as_ptr().cast(), idx, dst.as_mut_ptr().cast(), dst.len());
+        } else {
+            s.gather_i64(table.as_ptr().cast(), idx, dst.as_mut_ptr().cast(), dst.len());
+        }
     }
 }
 
@@ -517,22 +685,22 @@ unsafe fn plain_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bo
     macro_rules! run {
         ($v:literal) => {{
             let slots: &[Slot; $v] = chunk.0.try_into().expect("chunk sizes are 1, 2, 4 or 8");
-            let mut acc = [s.splat(R::IDENTITY); $v];
-            let mut ord = [s.splat_i32(-1); $v];
+            // A lane no message replaces (all were the identity, ±inf) is
+            // won by the row's first edge, as in the reference: ordinal 0.
+            let mut acc = Acc::<S, $v>::new(s, [s.splat(R::IDENTITY); $v], 0);
             // SAFETY: forwarded from the caller.
-            unsafe { accumulate::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc, &mut ord) };
+            unsafe { reduce_chunk::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc) };
             let deg = edges.len();
             for i in 0..$v {
                 let sl = slots[i];
-                let mut val = acc[i];
+                let mut val = acc.val[i];
                 if R::DIVIDES_BY_DEGREE && deg > 0 {
                     val = s.div(val, s.splat(deg as f32));
                 }
                 // SAFETY: the slot lies inside `out_row` (checked plan).
                 unsafe { store(s, out_row.as_mut_ptr().add(sl.out), val, sl.len) };
                 if ARGS {
-                    let o = ordinals(s, ord[i]);
-                    sink.set_run(sl.out, edges.start, &o[..sl.len]);
+                    sink.set_run(s, sl.out, edges.start, acc.ord[i], sl.len);
                 }
             }
         }};
@@ -688,17 +856,18 @@ unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: 
             let slots: &[Slot; $v] = chunk.0.try_into().expect("chunk sizes are 1, 2, 4 or 8");
             // SAFETY: slots lie inside the row (checked plan); forwarded contract.
             unsafe {
-                let mut acc = [s.splat(0.0); $v];
+                let mut val = [s.splat(0.0); $v];
                 for i in 0..$v {
-                    acc[i] = load(s, out_row.add(slots[i].out), slots[i].len);
+                    val[i] = load(s, out_row.add(slots[i].out), slots[i].len);
                 }
-                let mut ord = [s.splat_i32(-1); $v];
-                accumulate::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc, &mut ord);
+                // -1: no winner in this block (the earlier block's stays).
+                let mut acc = Acc::<S, $v>::new(s, val, -1);
+                reduce_chunk::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc);
                 for i in 0..$v {
                     let sl = slots[i];
-                    store(s, out_row.add(sl.out), acc[i], sl.len);
+                    store(s, out_row.add(sl.out), acc.val[i], sl.len);
                     if let (true, Some(w)) = (ARGS, win_row) {
-                        let o = ordinals(s, ord[i]);
+                        let o = ordinals(s, acc.ord[i]);
                         for l in 0..sl.len {
                             if o[l] >= 0 {
                                 *w.add(sl.out + l) = I::from_usize(edges.start + o[l] as usize);
