@@ -20,7 +20,7 @@ use gnnkern::backend::simd::cache_bytes;
 use gnnkern::op::{BinaryOpKind as K, ReduceKind, Target};
 use gnnkern::{BackendKind, Exec, Graph, Index, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
 use gnnkern_simd::isa::{IsaLevel, with_level};
-use gnnkern_simd::tuning::{Blocking, Tiling, Tuning, with_tuning};
+use gnnkern_simd::tuning::{Blocking, Streaming, Tiling, Tuning, with_tuning};
 
 const FEATS: &[usize] = &[1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 257];
 
@@ -52,11 +52,19 @@ fn on_level<R>(level: IsaLevel, f: impl FnOnce() -> R) -> R {
     with_level(level, f).unwrap_or_else(|e| panic!("requested ISA level cannot run here: {e}"))
 }
 
-/// Plain, and source-blocked with tiny blocks (with and without tiles).
-fn tunings() -> [(&'static str, Tuning); 3] {
+/// Plain (with and without streamed output stores), and source-blocked
+/// with tiny blocks (with and without tiles).
+fn tunings() -> [(&'static str, Tuning); 4] {
     [
         ("plain", Tuning { blocking: Blocking::Off, tiling: Tiling::Off, ..Tuning::DEFAULT }),
-        ("blocked-3", Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off, prefetch_distance: 0 }),
+        (
+            "plain-streamed",
+            Tuning { blocking: Blocking::Off, tiling: Tiling::Off, streaming: Streaming::On, ..Tuning::DEFAULT },
+        ),
+        (
+            "blocked-3",
+            Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off, prefetch_distance: 0, ..Tuning::DEFAULT },
+        ),
         ("blocked-5-tiled", Tuning { blocking: Blocking::Sources(5), tiling: Tiling::Elements(16), ..Tuning::DEFAULT }),
     ]
 }

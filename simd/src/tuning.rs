@@ -237,6 +237,19 @@ pub enum Tiling {
     Elements(usize),
 }
 
+/// Non-temporal stores of the plain g-SpMM pass's output rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Streaming {
+    /// When the output exceeds [`cache_budget`]: its lines would be read for
+    /// ownership only to be evicted before anyone reads them.
+    #[default]
+    Auto,
+    /// Always (full, aligned vectors; tests run the path on small graphs).
+    On,
+    /// Never.
+    Off,
+}
+
 /// Knobs of the CPU kernels; [`Tuning::default`] is what production uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
@@ -247,11 +260,13 @@ pub struct Tuning {
     /// instructions per edge leave the out-of-order window too few
     /// independent misses, so explicit prefetch raises memory parallelism.
     pub prefetch_distance: usize,
+    pub streaming: Streaming,
 }
 
 impl Tuning {
     /// The production defaults.
-    pub const DEFAULT: Tuning = Tuning { blocking: Blocking::Auto, tiling: Tiling::Auto, prefetch_distance: 16 };
+    pub const DEFAULT: Tuning =
+        Tuning { blocking: Blocking::Auto, tiling: Tiling::Auto, prefetch_distance: 16, streaming: Streaming::Auto };
 }
 
 impl Default for Tuning {

@@ -199,6 +199,17 @@ impl Simd for Avx2 {
         }
     }
     #[inline(always)]
+    unsafe fn stream(self, ptr: *mut f32, v: __m256) {
+        // SAFETY: the token proves AVX; the caller guarantees 8 writable
+        // floats at a 32-byte aligned address.
+        unsafe { _mm256_stream_ps(ptr, v) }
+    }
+    #[inline(always)]
+    fn store_fence(self) {
+        // SAFETY: `sfence` (SSE) is available on every x86-64 CPU.
+        unsafe { _mm_sfence() }
+    }
+    #[inline(always)]
     unsafe fn store_i32(self, ptr: *mut i32, v: __m256i) {
         // SAFETY: the token proves AVX; the caller guarantees 8 writable ints.
         unsafe { _mm256_storeu_si256(ptr.cast(), v) }

@@ -205,6 +205,17 @@ impl Simd for Avx512 {
         }
     }
     #[inline(always)]
+    unsafe fn stream(self, ptr: *mut f32, v: __m512) {
+        // SAFETY: the token proves AVX-512F; the caller guarantees 16
+        // writable floats at a 64-byte aligned address.
+        unsafe { _mm512_stream_ps(ptr, v) }
+    }
+    #[inline(always)]
+    fn store_fence(self) {
+        // SAFETY: `sfence` (SSE) is available on every x86-64 CPU.
+        unsafe { _mm_sfence() }
+    }
+    #[inline(always)]
     unsafe fn store_i32(self, ptr: *mut i32, v: __m512i) {
         // SAFETY: the token proves AVX-512F; the caller guarantees 16 writable ints.
         unsafe { _mm512_storeu_si512(ptr.cast(), v) }

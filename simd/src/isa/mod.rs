@@ -128,6 +128,15 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// # Safety
     /// `ptr` must be valid for writing `n` `f32`s.
     unsafe fn store_partial(self, ptr: *mut f32, v: Self::F32, n: usize);
+    /// Stores `LANES` values around the caches (a non-temporal store: no
+    /// read for ownership, the line goes to memory); weakly ordered until
+    /// [`Simd::store_fence`].
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writing `LANES` `f32`s and aligned to `4 · LANES` bytes.
+    unsafe fn stream(self, ptr: *mut f32, v: Self::F32);
+    /// Orders this thread's earlier [`Simd::stream`] stores before its later stores.
+    fn store_fence(self);
     /// Stores `LANES` `i32` values.
     ///
     /// # Safety

@@ -129,6 +129,14 @@ impl Simd for Portable {
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), ptr, n) };
     }
     #[inline(always)]
+    unsafe fn stream(self, ptr: *mut f32, v: [f32; L]) {
+        // A plain store: the portable level has no non-temporal form.
+        // SAFETY: forwarded from the caller.
+        unsafe { self.store(ptr, v) }
+    }
+    #[inline(always)]
+    fn store_fence(self) {}
+    #[inline(always)]
     unsafe fn store_i32(self, ptr: *mut i32, v: [i32; L]) {
         // SAFETY: the caller guarantees `L` writable ints; unaligned write.
         unsafe { ptr.cast::<[i32; L]>().write_unaligned(v) }

@@ -35,13 +35,17 @@ use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, ReduceKind, Reducer, Target};
-use crate::tuning::{BlockPlan, GatherShape, active_tuning, plan_blocking};
+use crate::tuning::{BlockPlan, GatherShape, Streaming, active_tuning, cache_budget, plan_blocking};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
 /// Output vectors whose accumulators live in registers at once: 8 zmm
 /// accumulators + 8 ordinal vectors + loads fit AVX-512's 32 registers.
 const CHUNK: usize = 8;
+
+/// How far ahead (in CSR slots) the arg outputs' id lookup prefetches its
+/// ids: 4 lines of i32 ids, ~4 rows of a degree-16 graph.
+const ARG_ID_PREFETCH: usize = 256;
 
 /// One g-SpMM call on an in-CSR (rows = destinations, columns = sources).
 pub struct SpmmArgs<'a, I: Index> {
@@ -130,6 +134,11 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
             out_len: plan.out_len,
             slots: &slots,
             prefetch: active_tuning().prefetch_distance,
+            stream_out: match active_tuning().streaming {
+                Streaming::Auto => out.len() * 4 > cache_budget(),
+                Streaming::On => true,
+                Streaming::Off => false,
+            },
         };
         let args = arg_u.is_some() || arg_e.is_some();
         match (self.blocked, O::REDUCES_LAST_DIM) {
@@ -167,6 +176,10 @@ struct Ctx<'a, I: Index> {
     slots: &'a [Slot],
     /// Prefetch distance in CSR slots (0: off).
     prefetch: usize,
+    /// The plain pass writes full, aligned output vectors with non-temporal
+    /// stores: the output exceeds the cache budget, so its lines would be
+    /// read for ownership only to be evicted before anyone reads them.
+    stream_out: bool,
 }
 
 fn plain_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
@@ -229,6 +242,12 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for PlainRows<'_,
                 sink.fill_none();
                 continue;
             }
+            if ARGS {
+                // The edge ids the arg lookup of a later row reads: a copy_u
+                // pass never touches `eids` otherwise, and a gather stalls on
+                // a cold line (the source ids are read by every edge anyway).
+                s.prefetch(ctx.ids.eids.as_ptr().wrapping_add(edges.start + ARG_ID_PREFETCH).cast());
+            }
             if O::REDUCES_LAST_DIM {
                 dot_row::<O, R, I, S, ARGS>(s, &ctx, v, edges, out_row, &mut sink);
             } else {
@@ -239,6 +258,10 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for PlainRows<'_,
                     unsafe { plain_chunk::<O, R, I, S, ARGS>(s, &ctx, v, edges.clone(), chunk, out_row, &mut sink) }
                 }
             }
+        }
+        if ctx.stream_out {
+            // The task's streamed rows are visible before it reports done.
+            s.store_fence();
         }
     }
 }
@@ -697,8 +720,16 @@ unsafe fn plain_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bo
                 if R::DIVIDES_BY_DEGREE && deg > 0 {
                     val = s.div(val, s.splat(deg as f32));
                 }
-                // SAFETY: the slot lies inside `out_row` (checked plan).
-                unsafe { store(s, out_row.as_mut_ptr().add(sl.out), val, sl.len) };
+                // SAFETY: the slot lies inside `out_row` (checked plan); a
+                // streamed vector is full and aligned (tested here).
+                unsafe {
+                    let p = out_row.as_mut_ptr().add(sl.out);
+                    if ctx.stream_out && sl.len == S::LANES && (p as usize) % (4 * S::LANES) == 0 {
+                        s.stream(p, val);
+                    } else {
+                        store(s, p, val, sl.len);
+                    }
+                }
                 if ARGS {
                     sink.set_run(s, sl.out, edges.start, acc.ord[i], sl.len);
                 }
