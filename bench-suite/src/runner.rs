@@ -183,13 +183,12 @@ fn forward_arg_e<I: Index>(
     }
     let grad_shape = &inputs.shapes.grad_out.as_ref().expect("gradient ops have an output gradient").shape;
     let mut fwd = aligned_filled(grad_shape.iter().product(), 0.0f32);
-    let mut arg_u = vec![I::from_usize(0); fwd.len()];
     let mut arg_e = vec![I::from_usize(0); fwd.len()];
     let io = SpmmIo {
         lhs: tensor(inputs.lhs, inputs.shapes.lhs.as_ref())?,
         rhs: tensor(inputs.rhs, inputs.shapes.rhs.as_ref())?,
         out: TensorMut::new(&mut fwd, grad_shape)?,
-        arg_u: Some(&mut arg_u),
+        arg_u: None,
         arg_e: Some(&mut arg_e),
     };
     exec.gspmm(g, spec, io)?;

@@ -109,11 +109,6 @@ impl Simd for Avx2 {
         unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(a, b) }
     }
     #[inline(always)]
-    fn eq(self, a: __m256, b: __m256) -> __m256 {
-        // SAFETY: the token proves AVX.
-        unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b) }
-    }
-    #[inline(always)]
     fn replaces_max(self, val: __m256, acc: __m256) -> __m256 {
         // SAFETY: the token proves AVX. NLE_UQ: `!(val <= acc)`; ORD keeps a NaN accumulator.
         unsafe { _mm256_and_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(val, acc), _mm256_cmp_ps::<_CMP_ORD_Q>(acc, acc)) }

@@ -110,11 +110,6 @@ impl Simd for Avx512 {
         unsafe { _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b) }
     }
     #[inline(always)]
-    fn eq(self, a: __m512, b: __m512) -> __mmask16 {
-        // SAFETY: the token proves AVX-512F.
-        unsafe { _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b) }
-    }
-    #[inline(always)]
     fn replaces_max(self, val: __m512, acc: __m512) -> __mmask16 {
         // SAFETY: the token proves AVX-512F. NLE_UQ: `!(val <= acc)`, true
         // when either is NaN; the ORD mask on `acc` keeps a NaN accumulator.
@@ -223,8 +218,8 @@ impl Simd for Avx512 {
     #[inline(always)]
     unsafe fn gather_i32(self, table: *const i32, idx: __m512i, out: *mut i32, n: usize) {
         // One `vpgatherdd` for 16 lanes where a scalar loop spends ~5
-        // instructions per lane: with arg outputs, copy_u_max at d = 32
-        // looks up 64 ids per row against ~8 instructions per gathered edge.
+        // instructions per lane: copy_u_max at d = 32 looks up 32 ids per
+        // arg output and row, against ~8 instructions per gathered edge.
         // SAFETY: the token proves AVX-512F; masked-off lanes are neither
         // read nor written, the caller guarantees the others.
         unsafe {

@@ -85,8 +85,6 @@ pub trait Simd: Copy + Send + Sync + 'static {
     fn min(self, a: Self::F32, b: Self::F32) -> Self::F32;
     /// Lanes where `a < b` (ordered: false when either is NaN).
     fn lt(self, a: Self::F32, b: Self::F32) -> Self::Mask;
-    /// Lanes where `a == b` (ordered: false when either is NaN; `-0 == +0`).
-    fn eq(self, a: Self::F32, b: Self::F32) -> Self::Mask;
     /// Lanes where `val` replaces `acc` under max: `!acc.is_nan() && !(val <= acc)`,
     /// i.e. [`crate::op::Max`]'s `replaces` (strictly greater, or the first NaN).
     fn replaces_max(self, val: Self::F32, acc: Self::F32) -> Self::Mask;

@@ -72,10 +72,6 @@ impl Simd for Portable {
         std::array::from_fn(|i| a[i] < b[i])
     }
     #[inline(always)]
-    fn eq(self, a: [f32; L], b: [f32; L]) -> [bool; L] {
-        std::array::from_fn(|i| a[i] == b[i])
-    }
-    #[inline(always)]
     fn replaces_max(self, val: [f32; L], acc: [f32; L]) -> [bool; L] {
         std::array::from_fn(|i| !acc[i].is_nan() && val[i].partial_cmp(&acc[i]).is_none_or(|o| o.is_gt()))
     }

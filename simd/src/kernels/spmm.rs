@@ -335,7 +335,7 @@ impl<I: Index> ArgSink<'_, I> {
     }
 }
 
-/// Accumulates one chunk of `V` slots over `edges` into `acc` / `ord`.
+/// Accumulates one chunk of `V` slots over `edges` into `acc`.
 ///
 /// # Safety
 /// `edges` is a slot range of `ctx.ids`, whose ids are in bounds for the
