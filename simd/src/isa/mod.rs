@@ -2,8 +2,10 @@
 //!
 //! The kernel templates (`spmm`, `sddmm`, ...) are written once against the
 //! [`Simd`] trait; each ISA module supplies only the vocabulary: load/store
-//! (with masked tails), arithmetic, compares/selects for max/min with arg
-//! outputs, and the two bit tricks the vectorised `exp` needs.
+//! (with masked tails, and non-temporal for large outputs), arithmetic,
+//! compares/selects for max/min with arg outputs, the gathers that turn
+//! winning ordinals into ids, and the two bit tricks the vectorised `exp`
+//! needs.
 //! A value of an ISA type is a capability token: it can be obtained only
 //! from `try_new()` (which checks the CPU) or an `unsafe new_unchecked()`,
 //! so holding one proves the instructions exist.
