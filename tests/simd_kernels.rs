@@ -63,7 +63,7 @@ fn tunings() -> [(&'static str, Tuning); 4] {
         ),
         (
             "blocked-3",
-            Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off, prefetch_distance: 0, ..Tuning::DEFAULT },
+            Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off, prefetch_lines: 0, ..Tuning::DEFAULT },
         ),
         ("blocked-5-tiled", Tuning { blocking: Blocking::Sources(5), tiling: Tiling::Elements(16), ..Tuning::DEFAULT }),
     ]

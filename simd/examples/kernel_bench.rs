@@ -4,8 +4,11 @@
 //! ```text
 //! cargo run --release -p gnnkern-simd --example kernel_bench -- \
 //!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate] \
-//!     [--ops spmm,sddmm,softmax] [--softmax-rows 1,4]
+//!     [--ops spmm,sddmm,softmax] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128]
 //! ```
+//!
+//! `--only` keeps the g-SpMM / g-SDDMM cases of the named ops;
+//! `--prefetch-lines` sets `Tuning::prefetch_lines` for every case.
 //!
 //! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits).
 //!
@@ -20,7 +23,7 @@ use gnnkern_simd::kernels::{
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
-use gnnkern_simd::tuning::{Blocking, CacheInfo, Tiling, Tuning, cache_budget, with_tuning};
+use gnnkern_simd::tuning::{Blocking, CacheInfo, Tiling, Tuning, active_tuning, cache_budget, with_tuning};
 use std::time::Instant;
 
 struct Rng(u64);
@@ -101,8 +104,12 @@ fn csr(rows: &[i32], cols: &[i32], n: usize) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
 }
 
 /// `len` copies of `v`, cache-line aligned (as torch and numpy allocate).
+/// `len` copies of `v`, 64-byte aligned and advised for huge pages like the
+/// benchmark suite's tensors (without the advice, THP's `madvise` mode gives
+/// random gathers a TLB miss per row and d = 128 runs ~1.6x slower).
 fn aligned<T: Copy>(len: usize, v: T) -> aligned_vec::AVec<T> {
-    let mut a = aligned_vec::AVec::with_capacity(64, len);
+    let mut a = aligned_vec::AVec::<T>::with_capacity(64, len);
+    gnnkern_simd::huge_pages::advise(a.as_ptr().cast(), len * size_of::<T>());
     a.resize(len, v);
     a
 }
@@ -141,9 +148,15 @@ struct Bench<'a> {
     csr: CsrView<'a, i32>,
     out_csr: CsrView<'a, i32>,
     reps: usize,
+    /// `--only`: the op names to run (all when empty).
+    only: Vec<String>,
 }
 
 impl Bench<'_> {
+    fn selected(&self, op: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == op)
+    }
+
     fn report(&self, op: &str, d: usize, variant: &str, (ms, cpu): (f64, f64), bytes: f64, checksum: f64) {
         println!("{}\t{op}\t{d}\t{variant}\t{ms:.2}\t{cpu:.2}\t{:.2}\t{checksum:.6e}", self.graph, bytes / ms / 1e6);
     }
@@ -160,6 +173,9 @@ impl Bench<'_> {
         w: &[f32],
         blocked: Option<(&BlockedCsr<i32>, usize)>,
     ) {
+        if !self.selected(name) {
+            return;
+        }
         let plan = BroadcastPlan::new(OperandShape::of::<O>(), lhs_shape, rhs_shape).unwrap();
         let n = self.csr.num_rows();
         let mut out = aligned(n * plan.out_len, 0f32);
@@ -199,6 +215,9 @@ impl Bench<'_> {
         order: SddmmOrder,
         blocked: Option<&BlockedCsr<i32>>,
     ) {
+        if !self.selected(name) {
+            return;
+        }
         let plan = BroadcastPlan::new(OperandShape::of::<O>(), shape, shape).unwrap();
         let e = self.csr.num_edges();
         let mut out = aligned(e * plan.out_len, 0f32);
@@ -246,6 +265,12 @@ impl Bench<'_> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    let lines = flag("--prefetch-lines").map_or(Tuning::DEFAULT.prefetch_lines, |p| p.parse().unwrap());
+    with_tuning(Tuning { prefetch_lines: lines, ..active_tuning() }, || run(&args));
+}
+
+fn run(args: &[String]) {
     let get = |name: &str, default: &str| -> String {
         args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.into())
     };
@@ -271,7 +296,8 @@ fn main() {
     // SAFETY: as above.
     let out_csr = unsafe { CsrView::new_unchecked(&op_, &oi, &oe, n) };
     let name = format!("{kind}-2^{scale}-{}M", (factor << scale) >> 20);
-    let b = Bench { graph: &name, csr: in_csr, out_csr, reps };
+    let only = get("--only", "").split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+    let b = Bench { graph: &name, csr: in_csr, out_csr, reps, only };
     eprintln!(
         "cache: {:?}; model budget {} bytes; threads {}",
         CacheInfo::get(),
@@ -282,8 +308,10 @@ fn main() {
     let e = src.len();
     let mut rng = Rng(7);
     let dmax = *ds.iter().max().unwrap();
-    let x = aligned_vec::AVec::<f32>::from_iter(64, (0..n * dmax).map(|_| rng.unit() as f32 - 0.5));
-    let w = aligned_vec::AVec::<f32>::from_iter(64, (0..e * 4).map(|_| rng.unit() as f32));
+    let mut x = aligned(n * dmax, 0f32);
+    x.iter_mut().for_each(|v| *v = rng.unit() as f32 - 0.5);
+    let mut w = aligned(e * 4, 0f32);
+    w.iter_mut().for_each(|v| *v = rng.unit() as f32);
     // The model's choice for the sources at d floats per row (None: plain).
     let budget = cache_budget();
     let layouts: std::collections::HashMap<usize, BlockedCsr<i32>> =
@@ -331,10 +359,18 @@ fn main() {
                 })
                 .unwrap();
             }
-            for pf in [0, 4, 16, 32] {
-                let t = Tuning { prefetch_distance: pf, ..Tuning::DEFAULT };
+            for pf in [0, 32, 64, 128, 256] {
+                let t = Tuning { prefetch_lines: pf, ..active_tuning() };
                 with_tuning(t, || {
-                    b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", &format!("prefetch={pf}"), &[d], &[], x, &w, None)
+                    b.spmm::<op::CopyLhs, op::Sum>(
+                        "copy_u_sum",
+                        &format!("prefetch {pf} lines"),
+                        &[d],
+                        &[],
+                        x,
+                        &w,
+                        None,
+                    )
                 });
             }
             let mib = |m: usize| (m << 20) / (4 * d);
@@ -357,7 +393,7 @@ fn main() {
                     layout.bytes() as f64 / 1e6,
                     start.elapsed().as_secs_f64() * 1e3
                 );
-                let t = Tuning { blocking: Blocking::Sources(bs), tiling: Tiling::Off, ..Tuning::DEFAULT };
+                let t = Tuning { blocking: Blocking::Sources(bs), tiling: Tiling::Off, ..active_tuning() };
                 with_tuning(t, || {
                     b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", label, &[d], &[], x, &w, Some((&layout, tile)))
                 });
@@ -367,7 +403,8 @@ fn main() {
     if ops.contains("softmax") {
         let heads: Vec<usize> = get("--softmax-rows", "1,4").split(',').map(|s| s.parse().unwrap()).collect();
         let hmax = *heads.iter().max().unwrap();
-        let logits = aligned_vec::AVec::<f32>::from_iter(64, (0..e * hmax).map(|_| rng.unit() as f32 * 8.0));
+        let mut logits = aligned(e * hmax, 0f32);
+        logits.iter_mut().for_each(|v| *v = rng.unit() as f32 * 8.0);
         // SAFETY: `edges` generated every destination below `n`; edge `e`
         // of `dst` is edge `e` of the CSRs built from the same arrays.
         let edge_dst = unsafe { EdgeDst::new_unchecked(&dst, n) };
@@ -376,8 +413,8 @@ fn main() {
         }
         if ablate {
             for pf in [0, 8, 32, 64, 128] {
-                let t = Tuning { prefetch_distance: pf, ..Tuning::DEFAULT };
-                eprintln!("edge softmax with prefetch distance {pf}:");
+                let t = Tuning { prefetch_lines: pf, ..active_tuning() };
+                eprintln!("edge softmax with prefetch lines {pf}:");
                 with_tuning(t, || b.softmax(4, &logits, edge_dst));
             }
         }

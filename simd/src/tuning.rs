@@ -255,18 +255,45 @@ pub enum Streaming {
 pub struct Tuning {
     pub blocking: Blocking,
     pub tiling: Tiling,
-    /// g-SpMM and g-SDDMM prefetch the gathered rows of the edge this many
-    /// slots ahead (0: off). Gathers are DRAM-latency bound; a row's ~30
-    /// instructions per edge leave the out-of-order window too few
-    /// independent misses, so explicit prefetch raises memory parallelism.
-    pub prefetch_distance: usize,
+    /// Cache lines of upcoming gathered rows that g-SpMM, g-SDDMM and the
+    /// edge softmax keep in flight with software prefetches (0: off); each
+    /// kernel turns it into a distance in edge slots with
+    /// [`Tuning::prefetch_slots`].
+    pub prefetch_lines: usize,
     pub streaming: Streaming,
 }
+
+/// The farthest a kernel prefetches, in edge slots (see [`Tuning::prefetch_slots`]).
+pub const MAX_PREFETCH_SLOTS: usize = 64;
 
 impl Tuning {
     /// The production defaults.
     pub const DEFAULT: Tuning =
-        Tuning { blocking: Blocking::Auto, tiling: Tiling::Auto, prefetch_distance: 16, streaming: Streaming::Auto };
+        Tuning { blocking: Blocking::Auto, tiling: Tiling::Auto, prefetch_lines: 128, streaming: Streaming::Auto };
+
+    /// How many edge slots ahead a kernel whose widest gathered row is
+    /// `row_bytes` long prefetches: `prefetch_lines` lines of such rows, at
+    /// least 1 and at most [`MAX_PREFETCH_SLOTS`] (0 when prefetch is off).
+    ///
+    /// Why lines: a prefetch helps only if it is issued a full miss latency
+    /// before the load, and a slot's time grows with the lines it gathers.
+    /// On the Zen 5 VM the dense copy_u_sum loop takes ~5 ns per edge and
+    /// thread at d = 32 (two lines per row): 16 slots led by ~80 ns, less
+    /// than one random DRAM access in a VM (~100-150 ns with the nested page
+    /// walk), and 64 slots (128 lines) took d = 32 copy-reduce and
+    /// u_mul_e_sum 1.5-2.2x faster and the 4-head edge softmax 1.2x. At
+    /// d = 128 (eight lines, ~14 ns per slot) 16 slots (128 lines) already
+    /// covered the latency; farther (32-64 slots) was within ±5 % for
+    /// g-SpMM and up to 1.8x slower for u_dot_v, whose prefetched lines then
+    /// outrun L1 (512 lines = 32 KiB of a 48 KiB L1d). Beyond 64 slots the
+    /// d = 32 cases gained nothing consistent. Data:
+    /// `perf-reports/ablation/2026-11-25_zen5_prefetch-distance.tsv`.
+    pub fn prefetch_slots(&self, row_bytes: usize) -> usize {
+        if self.prefetch_lines == 0 {
+            return 0;
+        }
+        (self.prefetch_lines / row_bytes.div_ceil(64).max(1)).clamp(1, MAX_PREFETCH_SLOTS)
+    }
 }
 
 impl Default for Tuning {

@@ -281,3 +281,10 @@ impl<T> SharedMut<T> {
         unsafe { self.ptr.add(i) }
     }
 }
+
+/// Bytes of the widest f32 operand row a walk gathers, from
+/// `(gathered, floats per row)` per operand (0 when it gathers none): what
+/// [`crate::tuning::Tuning::prefetch_slots`] sizes the prefetch distance by.
+pub(crate) fn widest_gathered_row(operands: [(bool, usize); 2]) -> usize {
+    operands.iter().filter(|&&(gathered, _)| gathered).map(|&(_, floats)| 4 * floats).max().unwrap_or(0)
+}

@@ -26,7 +26,9 @@
 //! the writes — measured on 2^24 edges at d = 32 in `docs/PERFORMANCE.md`.
 
 use super::blocked::BlockedCsr;
-use super::common::{EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots};
+use super::common::{
+    EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, widest_gathered_row,
+};
 use crate::Index;
 use crate::error::KernelError;
 use crate::isa::{Simd, Task};
@@ -156,7 +158,10 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
             out_len: plan.out_len,
             slots: &slots,
             out: SharedMut::new(out),
-            prefetch: active_tuning().prefetch_distance,
+            prefetch: active_tuning().prefetch_slots(widest_gathered_row([
+                (gathered(O::USE_LHS, lhs_target), plan.lhs_len),
+                (gathered(O::USE_RHS, rhs_target), plan.rhs_len),
+            ])),
         };
         match self.blocked {
             None => {

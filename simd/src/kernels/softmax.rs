@@ -25,7 +25,7 @@
 //! largely cache-resident. For wide rows (`[E, 32]`) the table (256 bytes per
 //! node) costs more than the output lines it saves, and the row-order scheme
 //! runs. Both prefetch the logits (and output) lines of the edge
-//! `prefetch_distance` slots ahead across row boundaries, so many misses are
+//! `Tuning::prefetch_slots` slots ahead across row boundaries, so many misses are
 //! in flight at once.
 //!
 //! Both schemes perform the same floating-point operations in the same order
@@ -93,7 +93,7 @@ pub fn edge_softmax<I: Index>(
     let (e, d, n) = (csr.num_edges(), row_len, csr.num_rows());
     check_len("edge_softmax logits elements", e * d, logits.len())?;
     check_len("edge_softmax output elements", e * d, out.len())?;
-    let prefetch = active_tuning().prefetch_distance;
+    let prefetch = active_tuning().prefetch_slots(4 * d);
     match edge_order(&csr, dst)? {
         None => drive_rows(RowOrder { csr, x: logits, d, out: SharedMut::new(out), prefetch }),
         Some(dst) => {
@@ -119,7 +119,7 @@ pub fn edge_softmax_backward<I: Index>(
     check_len("edge_softmax_backward output elements", e * d, y.len())?;
     check_len("edge_softmax_backward gradient elements", e * d, g.len())?;
     check_len("edge_softmax_backward logits-gradient elements", e * d, grad_logits.len())?;
-    let prefetch = active_tuning().prefetch_distance;
+    let prefetch = active_tuning().prefetch_slots(4 * d);
     match edge_order(&csr, dst)? {
         None => drive_rows(RowOrderBackward { csr, y, g, d, out: SharedMut::new(grad_logits), prefetch }),
         Some(dst) => {

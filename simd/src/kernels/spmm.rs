@@ -29,6 +29,7 @@
 use super::blocked::BlockedCsr;
 use super::common::{
     EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, split_opt, split_rows, target_rows,
+    widest_gathered_row,
 };
 use crate::Index;
 use crate::error::{KernelError, check_len};
@@ -133,7 +134,10 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
             needs_eid: (O::USE_LHS && lhs_target == Target::Edge) || (O::USE_RHS && rhs_target == Target::Edge),
             out_len: plan.out_len,
             slots: &slots,
-            prefetch: active_tuning().prefetch_distance,
+            prefetch: active_tuning().prefetch_slots(widest_gathered_row([
+                (O::USE_LHS && lhs_target != Target::Dst, plan.lhs_len),
+                (O::USE_RHS && rhs_target != Target::Dst, plan.rhs_len),
+            ])),
             stream_out: match active_tuning().streaming {
                 Streaming::Auto => out.len() * 4 > cache_budget(),
                 Streaming::On => true,
