@@ -284,7 +284,7 @@ impl Tuning {
     /// u_mul_e_sum 1.5-2.2x faster and the 4-head edge softmax 1.2x. At
     /// d = 128 (eight lines, ~14 ns per slot) 16 slots (128 lines) already
     /// covered the latency; farther (32-64 slots) was within ±5 % for
-    /// g-SpMM and up to 1.8x slower for u_dot_v, whose prefetched lines then
+    /// g-SpMM and up to 1.5x slower for u_dot_v, whose prefetched lines then
     /// outrun L1 (512 lines = 32 KiB of a 48 KiB L1d). Beyond 64 slots the
     /// d = 32 cases gained nothing consistent. Data:
     /// `perf-reports/ablation/2026-11-25_zen5_prefetch-distance.tsv`.
@@ -477,6 +477,18 @@ impl SourceProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The distances the sweep behind `prefetch_slots` measured best.
+    #[test]
+    fn prefetch_distance_follows_the_gathered_lines() {
+        let t = Tuning::DEFAULT;
+        assert_eq!(t.prefetch_slots(4 * 32), 64, "d = 32: two lines per row");
+        assert_eq!(t.prefetch_slots(4 * 128), 16, "d = 128: eight lines per row, as before");
+        assert_eq!(t.prefetch_slots(16), MAX_PREFETCH_SLOTS, "4-head softmax rows: capped");
+        assert_eq!(t.prefetch_slots(0), MAX_PREFETCH_SLOTS, "no gathered row: capped");
+        assert_eq!(t.prefetch_slots(4 * 4096), 1, "rows wider than the budget still prefetch the next edge");
+        assert_eq!(Tuning { prefetch_lines: 0, ..t }.prefetch_slots(4 * 32), 0, "0 turns prefetch off");
+    }
 
     #[test]
     fn sizes_and_cpu_lists_parse() {
