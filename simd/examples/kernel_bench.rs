@@ -103,10 +103,9 @@ fn csr(rows: &[i32], cols: &[i32], n: usize) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
     (ptr.into_iter().map(|p| p as i32).collect(), indices, eids)
 }
 
-/// `len` copies of `v`, cache-line aligned (as torch and numpy allocate).
-/// `len` copies of `v`, 64-byte aligned and advised for huge pages like the
-/// benchmark suite's tensors (without the advice, THP's `madvise` mode gives
-/// random gathers a TLB miss per row and d = 128 runs ~1.6x slower).
+/// `len` copies of `v`, cache-line aligned (as torch and numpy allocate) and
+/// advised for huge pages like the benchmark suite's tensors, so both measure
+/// the same memory setup.
 fn aligned<T: Copy>(len: usize, v: T) -> aligned_vec::AVec<T> {
     let mut a = aligned_vec::AVec::<T>::with_capacity(64, len);
     gnnkern_simd::huge_pages::advise(a.as_ptr().cast(), len * size_of::<T>());
@@ -263,17 +262,19 @@ impl Bench<'_> {
     }
 }
 
+/// The value after `--name` on the command line, else `default`.
+fn option(args: &[String], name: &str, default: &str) -> String {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.into())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
-    let lines = flag("--prefetch-lines").map_or(Tuning::DEFAULT.prefetch_lines, |p| p.parse().unwrap());
+    let lines = option(&args, "--prefetch-lines", &Tuning::DEFAULT.prefetch_lines.to_string()).parse().unwrap();
     with_tuning(Tuning { prefetch_lines: lines, ..active_tuning() }, || run(&args));
 }
 
 fn run(args: &[String]) {
-    let get = |name: &str, default: &str| -> String {
-        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.into())
-    };
+    let get = |name: &str, default: &str| option(args, name, default);
     let kind = get("--graph", "rmat");
     let scale: u32 = get("--scale", "20").parse().unwrap();
     let factor: usize = get("--edge-factor", "16").parse().unwrap();

@@ -45,7 +45,9 @@ use std::marker::PhantomData;
 const CHUNK: usize = 8;
 
 /// How far ahead (in CSR slots) the arg outputs' id lookup prefetches its
-/// ids: 4 lines of i32 ids, ~4 rows of a degree-16 graph.
+/// ids: 1 KiB of i32 ids (16 lines), ~16 rows of a degree-16 graph. 64, 128
+/// and 256 slots measured within noise of each other
+/// (`perf-reports/ablation/2026-11-25_zen5_max-ordered-step.tsv`).
 const ARG_ID_PREFETCH: usize = 256;
 
 /// One g-SpMM call on an in-CSR (rows = destinations, columns = sources).
