@@ -145,7 +145,6 @@ mod tests {
             },
             triad_gbps: vec![],
             calibration_gbps: vec![calibration],
-            calibration_gather: vec![],
             results: times.iter().map(|(op, ms)| result(op, *ms)).collect(),
             skipped: vec![],
         }

@@ -8,7 +8,6 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod error;
-pub mod gather;
 pub mod graphs;
 pub mod machine;
 pub mod model;

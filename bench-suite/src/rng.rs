@@ -12,8 +12,8 @@ use rayon::prelude::*;
 
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// The splitmix64 finaliser (also a cheap uniform hash of a counter).
-pub fn mix(mut z: u64) -> u64 {
+/// The splitmix64 finaliser.
+fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

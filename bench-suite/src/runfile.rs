@@ -116,12 +116,6 @@ pub struct RunFile {
     /// Quick all-thread triads measured at the start and end of this run —
     /// the within-run yardstick `check` normalises by.
     pub calibration_gbps: Vec<f64>,
-    /// Random-row gather GB/s measured right after each calibration triad
-    /// (every length of `gather::CALIBRATION_ROW_BYTES`, start then end):
-    /// the roofline of the gather-bound cases in this run's memory mode.
-    /// Empty in runs made before the probe existed.
-    #[serde(default)]
-    pub calibration_gather: Vec<crate::gather::GatherPoint>,
     pub results: Vec<OpResult>,
     pub skipped: Vec<Skipped>,
 }

@@ -2,7 +2,6 @@
 //! `op --json` (fields, `--lhs/--rhs/--save-output` round trip, errors),
 //! `suite` on a tiny suites file, `report` and `check` on fixture runs.
 
-use gnnkern_bench::gather::GatherPoint;
 use gnnkern_bench::machine::Machine;
 use gnnkern_bench::runfile::{MachineBrief, OpResult, RunFile, SCHEMA_VERSION, Skipped};
 use gnnkern_bench::triad::{MachineFile, TriadPoint};
@@ -287,7 +286,6 @@ fn fixture_run(rev: &str, started: &str, slow: f64) -> RunFile {
         },
         triad_gbps: vec![TriadPoint { threads: 2, gbps: 10.0 }],
         calibration_gbps: vec![10.0, 10.0],
-        calibration_gather: vec![GatherPoint { row_bytes: 512, gbps: 4.0 }, GatherPoint { row_bytes: 512, gbps: 6.0 }],
         results,
         skipped: vec![Skipped {
             case: "rmat16|u_dot_v|d32|h0|t2".into(),
@@ -320,7 +318,6 @@ fn report_renders_the_dashboard_and_latest_md() {
     assert!(!html.contains("<script"), "the page is static");
     let md = std::fs::read_to_string(dir.join("LATEST.md")).unwrap();
     assert!(md.contains("2026-01-02_test-cpu-2c_bbb.json"), "LATEST.md describes the newest run");
-    assert!(md.contains("triad 10.0 → 10.0 GB/s; random 512-byte rows 4.0 → 6.0 GB/s"), "calibration line: {md}");
     assert!(md.contains("| case |") && md.contains("dgl ms") && md.contains("vs DGL"));
     // u_dot_v: 1.6 ms ours vs 4 ms DGL.
     assert!(md.contains("2.50x"), "{md}");
@@ -383,7 +380,6 @@ reps = 2
 threads = [1]
 backends = ["auto"]
 calibration_mib = 4
-calibration_gather_mib = 4
 [tiny.graphs]
 u = "uniform:200:1500:1"
 blk = { from = "rmat:9:8:1", seeds = 16, fanout = 5, seed = 3 }
@@ -406,9 +402,6 @@ dims = [8]
     assert_eq!(run.suite, "tiny");
     assert_eq!(run.results.len(), 4, "{:?}", run.skipped);
     assert!(run.finished.is_some() && run.calibration_gbps.len() == 2);
-    let rows: Vec<usize> = run.calibration_gather.iter().map(|g| g.row_bytes).collect();
-    assert_eq!(rows, [128, 512, 128, 512], "gathers at the start and the end");
-    assert!(run.calibration_gather.iter().all(|g| g.gbps.is_finite() && g.gbps > 0.0));
     let block = run.results.iter().find(|r| r.graph == "blk").unwrap();
     assert_eq!(block.dst_nodes, 16);
     assert!(block.edges <= 16 * 5 && block.nodes > 16);

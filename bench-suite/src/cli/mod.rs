@@ -3,7 +3,6 @@
 //! adding one is a `mod` line, a [`Command`] variant and a [`dispatch`] arm.
 
 mod check;
-mod gather;
 mod generate;
 mod op;
 mod report;
@@ -34,8 +33,6 @@ pub enum Command {
     Suite(suite::Args),
     /// Measure (and cache) this machine's STREAM-triad bandwidth.
     Triad(triad::Args),
-    /// Measure the random-row gather bandwidth (the roofline of gather-bound cases).
-    Gather(gather::Args),
     /// Regenerate perf-reports/index.html and perf-reports/LATEST.md from the run files.
     Report(report::Args),
     /// Compare a run against a baseline; exit 1 naming the cases that regressed.
@@ -51,7 +48,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Op(a) => op::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Triad(a) => triad::run(a),
-        Command::Gather(a) => gather::run(a),
         Command::Report(a) => report::run(a),
         Command::Check(a) => check::run(a),
         Command::Train(a) => train::run(a),

@@ -4,29 +4,6 @@
 use super::LoadedRun;
 use crate::compare::{PEERS, geomean, rows};
 
-/// The run's own yardsticks, start to end: the calibration triads and the
-/// random-row gathers per row length (`None` for a run without either).
-fn calibration_line(run: &crate::runfile::RunFile) -> Option<String> {
-    let series = |v: &[f64]| v.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(" → ");
-    let mut parts = Vec::new();
-    if !run.calibration_gbps.is_empty() {
-        parts.push(format!("triad {} GB/s", series(&run.calibration_gbps)));
-    }
-    let mut lengths: Vec<usize> = run.calibration_gather.iter().map(|g| g.row_bytes).collect();
-    lengths.sort_unstable();
-    lengths.dedup();
-    for len in lengths {
-        let gbps: Vec<f64> = run.calibration_gather.iter().filter(|g| g.row_bytes == len).map(|g| g.gbps).collect();
-        parts.push(format!("random {len}-byte rows {} GB/s", series(&gbps)));
-    }
-    (!parts.is_empty()).then(|| {
-        format!(
-            "- this run's calibration, start → end: {} (`gnnkern-bench triad`, `gnnkern-bench gather`; the VM's memory mode moves between runs)\n",
-            parts.join("; ")
-        )
-    })
-}
-
 /// The markdown page for `latest`.
 pub fn latest(latest: &LoadedRun) -> String {
     let run = &latest.run;
@@ -55,9 +32,6 @@ pub fn latest(latest: &LoadedRun) -> String {
         "- triad bandwidth: {}\n",
         if triad.is_empty() { "not measured".into() } else { triad.join(", ") }
     ));
-    if let Some(line) = calibration_line(run) {
-        s.push_str(&line);
-    }
     s.push_str(&format!("- reproduce: `{}`\n", run.command));
     s.push_str("- times are medians in ms; GB/s and %triad use the minimum-traffic model of docs/BENCHMARKS.md; ");
     s.push_str("`vs DGL` = DGL time / gnnkern time; `check` = output checksums of all tools agree\n\n");

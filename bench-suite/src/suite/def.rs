@@ -43,10 +43,6 @@ fn calibration_mib() -> usize {
     crate::triad::CALIBRATION_ARRAY_MIB
 }
 
-fn calibration_gather_mib() -> usize {
-    crate::gather::CALIBRATION_TABLE_MIB
-}
-
 fn one() -> usize {
     1
 }
@@ -64,10 +60,6 @@ pub struct SuiteDef {
     /// Array size (MiB) of the calibration triads at the start and end of a run.
     #[serde(default = "calibration_mib")]
     pub calibration_mib: usize,
-    /// Table size (MiB) of the random-row gathers measured with each
-    /// calibration triad (`gather::calibrate`).
-    #[serde(default = "calibration_gather_mib")]
-    pub calibration_gather_mib: usize,
     /// Peers run by `--peers` (names accepted by `peers/peer_op.py --peer`).
     #[serde(default)]
     pub peers: Vec<String>,

@@ -11,7 +11,7 @@ use crate::opspec::{BenchOp, shapes};
 use crate::runfile::{RunFile, SCHEMA_VERSION, Skipped, read_json, write_json_atomic};
 use crate::runner::{OpRequest, run_op};
 use crate::triad::{self, MachineFile};
-use crate::{gather, model, peers};
+use crate::{model, peers};
 use gnnkern::threads::Pinning;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -114,7 +114,6 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
                 machine: machine.clone(),
                 triad_gbps,
                 calibration_gbps: Vec::new(),
-                calibration_gather: Vec::new(),
                 results: Vec::new(),
                 skipped: Vec::new(),
             };
@@ -132,7 +131,9 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
     );
     bar.set_position(done_before as u64);
 
-    calibrate(&mut run, &path, &machine, def, &bar)?;
+    bar.set_message("calibration triad");
+    run.calibration_gbps.push(triad::measure(machine.cores, def.calibration_mib, 5)?);
+    write_json_atomic(&path, &run)?;
 
     let cache = graph_cache();
     let scratch = std::env::temp_dir();
@@ -208,21 +209,12 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
             }
         }
     }
-    calibrate(&mut run, &path, &machine, def, &bar)?;
+    bar.set_message("calibration triad");
+    run.calibration_gbps.push(triad::measure(machine.cores, def.calibration_mib, 5)?);
     run.finished = Some(utc_date_time(unix_now()).1);
     write_json_atomic(&path, &run)?;
     bar.finish_and_clear();
     Ok((run, path))
-}
-
-/// The calibration triad and random-row gathers (start and end of a run),
-/// saved at once.
-fn calibrate(run: &mut RunFile, path: &Path, machine: &Machine, def: &SuiteDef, bar: &ProgressBar) -> Result<()> {
-    bar.set_message("calibration triad");
-    run.calibration_gbps.push(triad::measure(machine.cores, def.calibration_mib, 5)?);
-    bar.set_message("calibration gathers");
-    run.calibration_gather.extend(gather::calibrate(machine.cores, def.calibration_gather_mib)?);
-    write_json_atomic(path, run)
 }
 
 /// `dir/stem.json`, or `dir/stem_2.json`, ... if taken.
