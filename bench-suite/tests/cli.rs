@@ -318,6 +318,7 @@ fn report_renders_the_dashboard_and_latest_md() {
     assert!(!html.contains("<script"), "the page is static");
     let md = std::fs::read_to_string(dir.join("LATEST.md")).unwrap();
     assert!(md.contains("2026-01-02_test-cpu-2c_bbb.json"), "LATEST.md describes the newest run");
+    assert!(md.contains("calibration triads, start → end: 10.0 → 10.0 GB/s"), "{md}");
     assert!(md.contains("| case |") && md.contains("dgl ms") && md.contains("vs DGL"));
     // u_dot_v: 1.6 ms ours vs 4 ms DGL.
     assert!(md.contains("2.50x"), "{md}");

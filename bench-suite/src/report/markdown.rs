@@ -32,6 +32,13 @@ pub fn latest(latest: &LoadedRun) -> String {
         "- triad bandwidth: {}\n",
         if triad.is_empty() { "not measured".into() } else { triad.join(", ") }
     ));
+    if !run.calibration_gbps.is_empty() {
+        let series: Vec<String> = run.calibration_gbps.iter().map(|g| format!("{g:.1}")).collect();
+        s.push_str(&format!(
+            "- this run's calibration triads, start → end: {} GB/s (a shared VM's memory speed moves during a run)\n",
+            series.join(" → ")
+        ));
+    }
     s.push_str(&format!("- reproduce: `{}`\n", run.command));
     s.push_str("- times are medians in ms; GB/s and %triad use the minimum-traffic model of docs/BENCHMARKS.md; ");
     s.push_str("`vs DGL` = DGL time / gnnkern time; `check` = output checksums of all tools agree\n\n");
