@@ -281,13 +281,17 @@ impl Tuning {
     /// thread at d = 32 (two lines per row): 16 slots led by ~80 ns, less
     /// than one random DRAM access in a VM (~100-150 ns with the nested page
     /// walk), and 64 slots (128 lines) took d = 32 copy-reduce and
-    /// u_mul_e_sum 1.5-2.2x faster and the 4-head edge softmax 1.2x. At
+    /// u_mul_e_sum 1.5-2.2x faster and the 4-head edge softmax 1.2-1.3x. At
     /// d = 128 (eight lines, ~14 ns per slot) 16 slots (128 lines) already
-    /// covered the latency; farther (32-64 slots) was within ±5 % for
-    /// g-SpMM and up to 1.5x slower for u_dot_v, whose prefetched lines then
-    /// outrun L1 (512 lines = 32 KiB of a 48 KiB L1d). Beyond 64 slots the
+    /// covered the latency; farther (32-64 slots) was within ±2 % for
+    /// copy-reduce when interleaved in one process (4-8 % faster in a
+    /// per-process sweep, inside this VM's run-to-run noise) and up to 1.5x
+    /// slower for u_dot_v (likely because its prefetched lines then outrun
+    /// L1: 512 lines = 32 KiB of a 48 KiB L1d; the VM has no perf counters
+    /// to confirm it). Beyond 64 slots the
     /// d = 32 cases gained nothing consistent. Data:
-    /// `perf-reports/ablation/2026-11-25_zen5_prefetch-distance.tsv`.
+    /// `perf-reports/ablation/2026-11-25_zen5_prefetch-distance.tsv` and
+    /// `perf-reports/ablation/2026-11-25_zen5_prefetch-hint-d128.tsv`.
     pub fn prefetch_slots(&self, row_bytes: usize) -> usize {
         if self.prefetch_lines == 0 {
             return 0;

@@ -35,7 +35,7 @@ pub fn latest(latest: &LoadedRun) -> String {
     if !run.calibration_gbps.is_empty() {
         let series: Vec<String> = run.calibration_gbps.iter().map(|g| format!("{g:.1}")).collect();
         s.push_str(&format!(
-            "- this run's calibration triads, start → end: {} GB/s (a shared VM's memory speed moves during a run)\n",
+            "- this run's calibration triads, start → end: {} GB/s (on a shared machine memory speed can move during a run)\n",
             series.join(" → ")
         ));
     }
