@@ -384,6 +384,11 @@ fn run(args: &[String]) {
                 ("blocked 32 MiB, no tile", mib(32), 4 * d),
                 ("blocked 16 MiB of tiles, tile 128B", (16 << 20) / 128, 128),
                 ("blocked 8 MiB of tiles, tile 64B", (8 << 20) / 64, 64),
+                ("blocked 16 MiB of tiles, tile 64B", (16 << 20) / 64, 64),
+                ("blocked 32 MiB of tiles, tile 64B", (32 << 20) / 64, 64),
+                ("tile 64B, one block", n, 64),
+                ("blocked 32 MiB of tiles, tile 128B", (32 << 20) / 128, 128),
+                ("tile 128B, one block", n, 128),
             ] {
                 let start = Instant::now();
                 let layout = BlockedCsr::build(&in_csr, bs);
