@@ -37,9 +37,9 @@ impl Row<'_> {
     }
 
     /// The table cells after the case column, shared by the terminal summary
-    /// and `LATEST.md`: backend, ms, GFLOP/s, GB/s, %triad, each of `peers`'
-    /// ms, the speedup over DGL (if DGL is among them) and the checksum
-    /// verdict (`differs` is how a disagreement is shown).
+    /// and `LATEST.md`: gnnkern's [`OUR_COLUMNS`], each of `peers`' ms, the
+    /// speedup over DGL (if DGL is among them) and the checksum verdict
+    /// (`differs` is how a disagreement is shown).
     pub fn cells(&self, peers: &[&str], differs: &str) -> Vec<String> {
         let mut cells = Vec::new();
         match self.ours {
@@ -49,8 +49,9 @@ impl Row<'_> {
                 format!("{:.2}", o.gflops),
                 format!("{:.2}", o.gbps),
                 o.pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
+                o.peak_rss_mb.map_or("-".into(), |m| format!("{m:.0}")),
             ]),
-            None => cells.extend(["-", "-", "-", "-", "-"].map(String::from)),
+            None => cells.extend(OUR_COLUMNS.map(|_| "-".to_string())),
         }
         for p in peers {
             cells.push(self.peers.get(p).map_or("-".into(), |r| ms(r.median_ms)));
@@ -68,6 +69,11 @@ impl Row<'_> {
         cells
     }
 }
+
+/// gnnkern's columns in [`Row::cells`], after the case column. `peak MiB`
+/// is the process's peak resident memory over the case (inputs, outputs and
+/// any temporaries; `peak_rss_mb` in docs/BENCHMARKS.md).
+pub const OUR_COLUMNS: [&str; 6] = ["backend", "ms", "GFLOP/s", "GB/s", "%triad", "peak MiB"];
 
 /// Whether `b`'s checksum matches `a`'s within [`CHECKSUM_RTOL`] of Σ|out|.
 pub fn checksum_agrees(a: &OpResult, b: &OpResult) -> bool {

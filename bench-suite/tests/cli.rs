@@ -320,6 +320,8 @@ fn report_renders_the_dashboard_and_latest_md() {
     assert!(md.contains("2026-01-02_test-cpu-2c_bbb.json"), "LATEST.md describes the newest run");
     assert!(md.contains("calibration triads, start → end: 10.0 → 10.0 GB/s"), "{md}");
     assert!(md.contains("| case |") && md.contains("dgl ms") && md.contains("vs DGL"));
+    // gnnkern's peak memory per case (40 MiB in the fixture), after %triad.
+    assert!(md.contains("| %triad | peak MiB |") && md.contains("| 12% | 40 |"), "{md}");
     // u_dot_v: 1.6 ms ours vs 4 ms DGL.
     assert!(md.contains("2.50x"), "{md}");
     // pyg's edge_softmax checksum differs: flagged.

@@ -2,7 +2,7 @@
 //! peers side by side.
 
 use super::LoadedRun;
-use crate::compare::{PEERS, geomean, rows};
+use crate::compare::{OUR_COLUMNS, PEERS, geomean, rows};
 
 /// The markdown page for `latest`.
 pub fn latest(latest: &LoadedRun) -> String {
@@ -41,9 +41,10 @@ pub fn latest(latest: &LoadedRun) -> String {
     }
     s.push_str(&format!("- reproduce: `{}`\n", run.command));
     s.push_str("- times are medians in ms; GB/s and %triad use the minimum-traffic model of docs/BENCHMARKS.md; ");
+    s.push_str("`peak MiB` = gnnkern's peak resident memory over the case (inputs included); ");
     s.push_str("`vs DGL` = DGL time / gnnkern time; `check` = output checksums of all tools agree\n\n");
 
-    let mut header = vec!["case", "gnnkern backend", "ms", "GFLOP/s", "GB/s", "%triad"];
+    let mut header: Vec<&str> = std::iter::once("case").chain(OUR_COLUMNS).collect();
     let peer_headers: Vec<String> = peers.iter().map(|p| format!("{p} ms")).collect();
     header.extend(peer_headers.iter().map(String::as_str));
     if peers.contains(&"dgl") {

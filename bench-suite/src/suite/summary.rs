@@ -1,6 +1,6 @@
 //! The table printed at the end of a suite run.
 
-use crate::compare::{PEERS, rows};
+use crate::compare::{OUR_COLUMNS, PEERS, rows};
 use crate::runfile::RunFile;
 use crate::table::render;
 
@@ -9,8 +9,7 @@ use crate::table::render;
 pub fn summary_table(run: &RunFile) -> String {
     let rows = rows(run);
     let peers: Vec<&str> = PEERS.iter().copied().filter(|p| rows.iter().any(|r| r.peers.contains_key(p))).collect();
-    let mut headers: Vec<String> =
-        ["case", "backend", "ms", "GFLOP/s", "GB/s", "%triad"].iter().map(|s| s.to_string()).collect();
+    let mut headers: Vec<String> = std::iter::once("case").chain(OUR_COLUMNS).map(String::from).collect();
     headers.extend(peers.iter().map(|p| format!("{p} ms")));
     if peers.contains(&"dgl") {
         headers.push("vs dgl".into());
