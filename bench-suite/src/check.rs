@@ -118,6 +118,8 @@ mod tests {
             model_bytes: 1,
             gbps: 1.0,
             pct_of_triad: None,
+            traversal_bytes: None,
+            traversal_pct_of_triad: None,
             peak_rss_mb: None,
             out_shape: vec![1, 8],
             checksum: 0.0,

@@ -49,6 +49,7 @@ impl Row<'_> {
                 format!("{:.2}", o.gflops),
                 format!("{:.2}", o.gbps),
                 o.pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
+                o.traversal_pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
                 o.peak_rss_mb.map_or("-".into(), |m| format!("{m:.0}")),
             ]),
             None => cells.extend(OUR_COLUMNS.map(|_| "-".to_string())),
@@ -70,10 +71,13 @@ impl Row<'_> {
     }
 }
 
-/// gnnkern's columns in [`Row::cells`], after the case column. `peak MiB`
-/// is the process's peak resident memory over the case (inputs, outputs and
-/// any temporaries; `peak_rss_mb` in docs/BENCHMARKS.md).
-pub const OUR_COLUMNS: [&str; 6] = ["backend", "ms", "GFLOP/s", "GB/s", "%triad", "peak MiB"];
+/// gnnkern's columns in [`Row::cells`], after the case column. `%triad` is
+/// the minimum-traffic model's GB/s against the triad, `%triad trav.` the
+/// traffic of gnnkern's own traversal through a cache of the machine's size
+/// (`traversal_pct_of_triad`); `peak MiB` is the process's peak resident
+/// memory over the case (inputs, outputs and any temporaries; `peak_rss_mb`
+/// in docs/BENCHMARKS.md).
+pub const OUR_COLUMNS: [&str; 7] = ["backend", "ms", "GFLOP/s", "GB/s", "%triad", "%triad trav.", "peak MiB"];
 
 /// Whether `b`'s checksum matches `a`'s within [`CHECKSUM_RTOL`] of Σ|out|.
 pub fn checksum_agrees(a: &OpResult, b: &OpResult) -> bool {

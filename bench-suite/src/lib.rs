@@ -1,5 +1,6 @@
 //! The benchmark suite of gnnkern: the `gnnkern-bench` CLI (`cli`), the op
-//! timer (`runner`) with its cost model (`model`), suites defined as data
+//! timer (`runner`) with its cost model (`model`) and traversal-traffic
+//! simulation (`traversal`), suites defined as data
 //! (`suite`, `bench-suite/suites.toml`), the Python peers (`peers`), the
 //! regression check (`check`) and the dashboard (`report`).
 //! docs/BENCHMARKS.md describes the result schema, formulas and traffic models.
@@ -21,6 +22,7 @@ pub mod runfile;
 pub mod runner;
 pub mod suite;
 pub mod table;
+pub mod traversal;
 pub mod triad;
 
 pub use error::{BenchError, Result};

@@ -63,6 +63,14 @@ pub struct OpResult {
     pub gbps: f64,
     /// `gbps` as a percentage of the machine's triad bandwidth at `threads` threads.
     pub pct_of_triad: Option<f64>,
+    /// gnnkern's SIMD plain / row-order passes: the bytes their own
+    /// traversal moves through a cache of the machine's size (`traversal.rs`);
+    /// absent for peers, blocked passes, gradient ops and older run files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traversal_bytes: Option<u64>,
+    /// `traversal_bytes` per median time, as a percentage of the triad.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traversal_pct_of_triad: Option<f64>,
     pub peak_rss_mb: Option<f64>,
     /// Output shape.
     pub out_shape: Vec<usize>,

@@ -10,7 +10,7 @@ use crate::model::{self, Cost};
 use crate::opspec::{BenchOp, GRAD_SEED, LHS_SEED, OpFamily, OpShapes, Operand, RHS_SEED, shapes};
 use crate::runfile::{MachineBrief, OpResult};
 use crate::triad::MachineFile;
-use crate::{rng, rss};
+use crate::{rng, rss, traversal};
 use gnnkern::backend::simd::PassKind;
 use gnnkern::threads::Pinning;
 use gnnkern::{
@@ -80,6 +80,7 @@ pub fn run_op(
         .map_err(|e| BenchError::Op { context: format!("{} on {}", req.op.name, graph.name), source: e })?;
     let peak_rss_mb = rss::peak_rss_mb();
     let (checksum, checksum_abs) = checksums(&out);
+    let traversal_bytes = traversal(graph, req, &shapes, pass.as_deref());
     let result = summarize(Summary {
         graph,
         req,
@@ -90,6 +91,7 @@ pub fn run_op(
         times,
         backend: backend.map_or("unknown", BackendKind::name).to_string(),
         pass,
+        traversal_bytes,
         peak_rss_mb,
         checksum,
         checksum_abs,
@@ -273,6 +275,7 @@ struct Summary<'a> {
     times: Vec<f64>,
     backend: String,
     pass: Option<String>,
+    traversal_bytes: Option<u64>,
     peak_rss_mb: Option<f64>,
     checksum: f64,
     checksum_abs: f64,
@@ -293,6 +296,8 @@ fn summarize(s: Summary<'_>) -> OpResult {
     let max_ms = s.times.iter().copied().fold(0.0, f64::max);
     let secs = median_ms / 1e3;
     let gbps = s.cost.bytes as f64 / secs / 1e9;
+    let triad = s.triad.and_then(|t| t.gbps(s.req.threads));
+    let pct = |bytes: u64| triad.map(|t| 100.0 * bytes as f64 / secs / 1e9 / t);
     OpResult {
         tool: "gnnkern".to_string(),
         op: s.req.op.name.clone(),
@@ -314,12 +319,31 @@ fn summarize(s: Summary<'_>) -> OpResult {
         gflops: s.cost.flops as f64 / secs / 1e9,
         model_bytes: s.cost.bytes,
         gbps,
-        pct_of_triad: s.triad.and_then(|t| t.gbps(s.req.threads)).map(|t| 100.0 * gbps / t),
+        pct_of_triad: pct(s.cost.bytes),
+        traversal_bytes: s.traversal_bytes,
+        traversal_pct_of_triad: s.traversal_bytes.and_then(pct),
         peak_rss_mb: s.peak_rss_mb,
         out_shape: s.shapes.out.clone(),
         checksum: s.checksum,
         checksum_abs: s.checksum_abs,
         machine: MachineBrief::from(s.machine),
+    }
+}
+
+/// The bytes gnnkern's plain or row-order pass moves through a cache of
+/// this machine's size (`traversal.rs`); `None` for other passes.
+fn traversal(graph: &BenchGraph, req: &OpRequest, shapes: &OpShapes, pass: Option<&str>) -> Option<u64> {
+    if !matches!(pass, Some("plain" | "row-order")) {
+        return None;
+    }
+    let cache = traversal::cache_bytes(req.threads);
+    match &graph.kernel {
+        KernelGraph::I32(g) => {
+            traversal::traversal_bytes_memo(&graph.name, g, &req.op.family, shapes, req.threads, cache)
+        }
+        KernelGraph::I64(g) => {
+            traversal::traversal_bytes_memo(&graph.name, g, &req.op.family, shapes, req.threads, cache)
+        }
     }
 }
 

@@ -252,6 +252,8 @@ fn result(graph: &str, op: &str, tool: &str, ms: f64, checksum: f64) -> OpResult
         model_bytes: 100_000,
         gbps: 100_000.0 / ms / 1e6,
         pct_of_triad: Some(12.5),
+        traversal_bytes: (tool == "gnnkern").then_some(400_000),
+        traversal_pct_of_triad: (tool == "gnnkern").then_some(50.0),
         peak_rss_mb: Some(40.0),
         out_shape: vec![100, 32],
         checksum,
@@ -320,8 +322,10 @@ fn report_renders_the_dashboard_and_latest_md() {
     assert!(md.contains("2026-01-02_test-cpu-2c_bbb.json"), "LATEST.md describes the newest run");
     assert!(md.contains("calibration triads, start → end: 10.0 → 10.0 GB/s"), "{md}");
     assert!(md.contains("| case |") && md.contains("dgl ms") && md.contains("vs DGL"));
-    // gnnkern's peak memory per case (40 MiB in the fixture), after %triad.
-    assert!(md.contains("| %triad | peak MiB |") && md.contains("| 12% | 40 |"), "{md}");
+    // The traversal model's %triad and gnnkern's peak memory per case (50 %
+    // and 40 MiB in the fixture), after the minimum model's %triad.
+    assert!(md.contains("| %triad | %triad trav. | peak MiB |") && md.contains("| 12% | 50% | 40 |"), "{md}");
+    assert!(html.contains("<th>%triad traversal</th>") && html.contains("<td>50%</td>"), "{html}");
     // u_dot_v: 1.6 ms ours vs 4 ms DGL.
     assert!(md.contains("2.50x"), "{md}");
     // pyg's edge_softmax checksum differs: flagged.

@@ -87,7 +87,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("{json}");
     } else {
         println!(
-            "{} on {} (N={}, E={}, d={}{}) [{} / {}, {} threads{}]: median {} ms (min {}, max {}), {:.2} GFLOP/s, {:.2} GB/s{}, checksum {:.6e}",
+            "{} on {} (N={}, E={}, d={}{}) [{} / {}, {} threads{}]: median {} ms (min {}, max {}), {:.2} GFLOP/s, {:.2} GB/s{}{}, checksum {:.6e}",
             r.op,
             r.graph,
             r.nodes,
@@ -107,6 +107,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 || " (no triad cached: run `gnnkern-bench triad`)".to_string(),
                 |p| format!(" ({p:.0}% of triad)")
             ),
+            match (r.traversal_bytes, r.traversal_pct_of_triad) {
+                (Some(b), Some(p)) => format!(", traversal {:.2} GB ({p:.0}% of triad)", b as f64 / 1e9),
+                (Some(b), None) => format!(", traversal {:.2} GB", b as f64 / 1e9),
+                _ => String::new(),
+            },
             r.checksum
         );
     }

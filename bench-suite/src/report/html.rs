@@ -298,7 +298,7 @@ fn case_table(latest: &LoadedRun, history: &[&LoadedRun]) -> String {
     let rows = rows(run);
     let peers: Vec<&str> = PEERS.iter().copied().filter(|p| rows.iter().any(|r| r.peers.contains_key(p))).collect();
     let mut h = String::from(
-        "<table><tr><th>case</th><th>backend</th><th>isa</th><th>ms</th><th>GFLOP/s</th><th>GB/s</th><th>%triad</th><th>RSS MiB</th>",
+        "<table><tr><th>case</th><th>backend</th><th>isa</th><th>ms</th><th>GFLOP/s</th><th>GB/s</th><th>%triad</th><th>%triad traversal</th><th>RSS MiB</th>",
     );
     for p in &peers {
         let _ = write!(h, "<th>{p} ms</th>");
@@ -316,17 +316,18 @@ fn case_table(latest: &LoadedRun, history: &[&LoadedRun]) -> String {
             Some(o) => {
                 let _ = write!(
                     h,
-                    "<td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td>",
+                    "<td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td>",
                     esc(&o.backend),
                     esc(&o.isa),
                     ms(o.median_ms),
                     o.gflops,
                     o.gbps,
                     o.pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
+                    o.traversal_pct_of_triad.map_or("-".into(), |p| format!("{p:.0}%")),
                     o.peak_rss_mb.map_or("-".into(), |m| format!("{m:.0}"))
                 );
             }
-            None => h.push_str(&"<td>-</td>".repeat(7)),
+            None => h.push_str(&"<td>-</td>".repeat(8)),
         }
         for p in &peers {
             let _ = write!(h, "<td>{}</td>", row.peers.get(p).map_or("-".into(), |r| ms(r.median_ms)));

@@ -41,6 +41,8 @@ pub fn latest(latest: &LoadedRun) -> String {
     }
     s.push_str(&format!("- reproduce: `{}`\n", run.command));
     s.push_str("- times are medians in ms; GB/s and %triad use the minimum-traffic model of docs/BENCHMARKS.md; ");
+    s.push_str("`%triad trav.` uses the bytes gnnkern's own traversal moves through a cache of the machine's size ");
+    s.push_str("(\"Two traffic models\" there); ");
     s.push_str("`peak MiB` = gnnkern's peak resident memory over the case (inputs included); ");
     s.push_str("`vs DGL` = DGL time / gnnkern time; `check` = output checksums of all tools agree\n\n");
 
