@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Checks suite run files against the speed targets of issue #3.
 
-Usage: python3 perf-reports/targets.py perf-reports/runs/RUN.json [...]
+Usage: python3 perf-reports/targets.py [--traversal-from RUN.json] RUN.json [...]
 
 Per run: the smallest speed-up in each target group on the 2^24-edge
 graphs (rmat_16m, uniform_16m) and the sampled block, and every case below
 its target. Speed-up = peer median ms / gnnkern median ms, as in LATEST.md.
-The bandwidth target (>= 50 % of triad) is not checked here: LATEST.md
-lists %triad per case.
+Bandwidth (>= 50 % of triad): per graph group, the range of %triad of
+gnnkern's forward ops against the minimum-traffic model and, where the
+run file has it, against the traversal model (docs/BENCHMARKS.md, "Two
+traffic models"), with how many cases reach 50 %. Traversal bytes depend
+only on the graph, the op's shapes, the threads and the cache size, so
+`--traversal-from` takes them from another run of the same machine for
+run files written before the model existed.
 """
 import collections
 import json
@@ -22,8 +27,10 @@ GROUPS = [
 BLOCK = ("sampled block vs DGL", "dgl", 1.0)
 
 
-def check(path):
+def check(path, traversal_from=None):
     run = json.load(open(path))
+    if traversal_from:
+        fill_traversal(run, traversal_from)
     times = collections.defaultdict(dict)
     for r in run["results"]:
         times[(r["graph"], r["op"], r["dim"], r["heads"] or 0)][r["tool"]] = r["median_ms"]
@@ -49,10 +56,45 @@ def check(path):
     for group, ratio in smallest.items():
         print(f"  {group}: smallest {ratio:.2f}x")
     print("  misses: " + ("; ".join(misses) if misses else "none"))
+    bandwidth(run)
+
+
+def fill_traversal(run, donor_path):
+    donor = json.load(open(donor_path))
+    if donor["machine"]["slug"] != run["machine"]["slug"]:
+        sys.exit(f"{donor_path} is from {donor['machine']['slug']}, not {run['machine']['slug']}")
+    key = lambda r: (r["graph"], r["op"], r["dim"], r["heads"] or 0, r["threads"])
+    known = {key(r): r["traversal_bytes"] for r in donor["results"]
+             if r["tool"] == "gnnkern" and r.get("traversal_bytes") is not None}
+    triad = {t["threads"]: t["gbps"] for t in run["triad_gbps"]}
+    for r in run["results"]:
+        b = known.get(key(r))
+        passes = r.get("pass") in ("plain", "row-order")
+        if r["tool"] == "gnnkern" and r.get("traversal_bytes") is None and b and passes and r["threads"] in triad:
+            r["traversal_bytes"] = b
+            r["traversal_pct_of_triad"] = 100 * b / (r["median_ms"] / 1e3) / 1e9 / triad[r["threads"]]
+
+
+def bandwidth(run):
+    groups = {"2^24-edge graphs": lambda g: g.endswith("_16m"), "notredame": lambda g: g == "notredame"}
+    for name, member in groups.items():
+        ours = [r for r in run["results"]
+                if r["tool"] == "gnnkern" and member(r["graph"]) and not r["op"].endswith("_backward")]
+        for field, model in [("pct_of_triad", "minimum"), ("traversal_pct_of_triad", "traversal")]:
+            pcts = [r[field] for r in ours if r.get(field) is not None]
+            if pcts:
+                reached = sum(p >= 50 for p in pcts)
+                print(f"  %triad, {name}, {model} model: {min(pcts):.0f}-{max(pcts):.0f} %, "
+                      f">= 50 % in {reached} of {len(pcts)}")
 
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    for p in sys.argv[1:]:
-        check(p)
+    args, donor = sys.argv[1:], None
+    if args[:1] == ["--traversal-from"]:
+        if len(args) < 3:
+            sys.exit(__doc__)
+        donor, args = args[1], args[2:]
+    for p in args:
+        check(p, donor)

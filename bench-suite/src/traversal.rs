@@ -12,11 +12,12 @@
 //! accesses miss:
 //!
 //! - g-SpMM walks the in-CSR (destination rows); per edge it reads the
-//!   source row (`u` operands, by column id), the edge row (`e` operands, by
-//!   edge id) and the destination row (`v` operands), and writes the output
-//!   row of the destination;
+//!   source row (`u` operands, by column id) and the edge row (`e` operands,
+//!   by edge id); per destination it reads its row (`v` operands) and writes
+//!   its output row, rows without edges included (the kernels write zeros);
 //! - g-SDDMM walks the CSR that `gnnkern_simd::kernels::sddmm_order` picks
-//!   for the graph (the same call the backend makes) and writes `out[eid]`;
+//!   for the graph (the same call the backend makes), reads the row node's
+//!   operand once per row and the other by column id, and writes `out[eid]`;
 //! - edge_softmax (row order) reads `logits[eid]` (and, backward, `g[eid]`)
 //!   and writes `out[eid]` along the in-CSR.
 //!
@@ -236,29 +237,43 @@ pub fn traversal_bytes<I: Index>(
     let rows = csr.num_rows();
     let threads = threads.max(1);
     let bound = |t: usize| indptr.partition_point(|p| p.to_usize_valid() < t * e / threads).min(rows);
+    // A row's own accesses happen once, on entering it; a g-SpMM writes its
+    // output row even when the row has no edges (overwrite mode: zeros).
+    let (row_accesses, edge_accesses): (Vec<Access>, Vec<Access>) =
+        accesses.iter().partition(|a| a.by == Selector::Row);
+    let enter = |lru: &mut Lru, row: usize| {
+        let empty = indptr[row] == indptr[row + 1];
+        for a in row_accesses.iter().filter(|a| a.write || !empty) {
+            lru.touch(a.array.key(row) as u32, a.array.lines, a.write);
+        }
+    };
     let mut streams: Vec<(usize, usize, usize)> = (0..threads)
         .map(|t| {
             let (r0, r1) = (if t == 0 { 0 } else { bound(t) }, if t + 1 == threads { rows } else { bound(t + 1) });
             (r0, indptr.get(r0).map_or(e, |p| p.to_usize_valid()), r1)
         })
         .collect();
+    for &(r0, _, r1) in &streams {
+        if r0 < r1 {
+            enter(&mut lru, r0);
+        }
+    }
     let mut live = streams.len();
     while live > 0 {
         live = 0;
         for (row, k, end) in streams.iter_mut() {
             while *row < *end && *k >= indptr[*row + 1].to_usize_valid() {
                 *row += 1;
+                if *row < *end {
+                    enter(&mut lru, *row);
+                }
             }
             if *row >= *end {
                 continue;
             }
             live += 1;
-            for a in &accesses {
-                let id = match a.by {
-                    Selector::Row => *row,
-                    Selector::Col => cols[*k].to_usize_valid(),
-                    Selector::Eid => eids[*k].to_usize_valid(),
-                };
+            for a in &edge_accesses {
+                let id = if a.by == Selector::Col { cols[*k].to_usize_valid() } else { eids[*k].to_usize_valid() };
                 lru.touch(a.array.key(id) as u32, a.array.lines, a.write);
             }
             *k += 1;
@@ -403,9 +418,21 @@ mod tests {
         let edges: Vec<(i32, i32)> = (0..32).flat_map(|v| (0..4).map(move |j| ((v + 1 + j) % 32, v))).collect();
         let g = graph(32, &edges);
         let structure = (33 + 128) * 4;
-        // d = 16: one line per row; the output row of the walked destination
-        // is evicted by the next gather and written back on every edge.
-        assert_eq!(bytes(&g, "copy_u_sum", 16, 1, LINE), structure + 128 * 64 + 128 * 64);
+        // d = 16: one line per row; the output row, written on entering its
+        // row, is evicted by the row's first gather and written back once.
+        assert_eq!(bytes(&g, "copy_u_sum", 16, 1, LINE), structure + 128 * 64 + 32 * 64);
+    }
+
+    /// A destination without in-edges still has its output row written (the
+    /// kernels write zeros there), and a source no edge leaves is never read.
+    #[test]
+    fn empty_rows_are_written_and_unused_sources_not_read() {
+        // Edges only into the even destinations, only from sources 0..8.
+        let edges: Vec<(i32, i32)> = (0..32).step_by(2).map(|v| (v / 2 % 8, v)).collect();
+        let g = graph(32, &edges);
+        let structure = (33 + 16) * 4;
+        // d = 16: 8 source lines read, all 32 output lines written.
+        assert_eq!(bytes(&g, "copy_u_sum", 16, 2, 1 << 20), structure + 8 * 64 + 32 * 64);
     }
 
     /// Edge rows narrower than a line share it: a 4-head edge softmax over
