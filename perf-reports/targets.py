@@ -11,8 +11,9 @@ gnnkern's forward ops against the minimum-traffic model and, where the
 run file has it, against the traversal model (docs/BENCHMARKS.md, "Two
 traffic models"), with how many cases reach 50 %. Traversal bytes depend
 only on the graph, the op's shapes, the threads and the cache size, so
-`--traversal-from` takes them from another run of the same machine for
-run files written before the model existed.
+`--traversal-from` takes them from another run of the same machine (for
+run files written before the model existed, or before a fix to it) and
+recomputes the percentages with each run's own times.
 """
 import collections
 import json
@@ -70,7 +71,7 @@ def fill_traversal(run, donor_path):
     for r in run["results"]:
         b = known.get(key(r))
         passes = r.get("pass") in ("plain", "row-order")
-        if r["tool"] == "gnnkern" and r.get("traversal_bytes") is None and b and passes and r["threads"] in triad:
+        if r["tool"] == "gnnkern" and b and passes and r["threads"] in triad:
             r["traversal_bytes"] = b
             r["traversal_pct_of_triad"] = 100 * b / (r["median_ms"] / 1e3) / 1e9 / triad[r["threads"]]
 
