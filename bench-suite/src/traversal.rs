@@ -88,6 +88,14 @@ struct Access {
     write: bool,
 }
 
+/// One thread's walk: the row it is in, the CSR slot of its next edge and
+/// the end of its rows.
+struct Stream {
+    row: usize,
+    slot: usize,
+    end: usize,
+}
+
 /// An LRU cache of `capacity` lines over dense keys, counting the lines read
 /// on a miss and the dirty lines written back.
 struct Lru {
@@ -232,7 +240,7 @@ pub fn traversal_bytes<I: Index>(
     let (indptr, cols, eids) = (csr.indptr(), csr.indices(), csr.eids());
     let mut lru = Lru::new(cache_bytes / LINE, keys);
 
-    // Each thread's stream: (row, slot, end row), nnz-balanced like the kernels' split.
+    // One stream per thread over nnz-balanced rows, like the kernels' split.
     let e = csr.num_edges();
     let rows = csr.num_rows();
     let threads = threads.max(1);
@@ -247,36 +255,40 @@ pub fn traversal_bytes<I: Index>(
             lru.touch(a.array.key(row) as u32, a.array.lines, a.write);
         }
     };
-    let mut streams: Vec<(usize, usize, usize)> = (0..threads)
+    let mut streams: Vec<Stream> = (0..threads)
         .map(|t| {
-            let (r0, r1) = (if t == 0 { 0 } else { bound(t) }, if t + 1 == threads { rows } else { bound(t + 1) });
-            (r0, indptr.get(r0).map_or(e, |p| p.to_usize_valid()), r1)
+            let row = if t == 0 { 0 } else { bound(t) };
+            let end = if t + 1 == threads { rows } else { bound(t + 1) };
+            Stream { row, slot: indptr.get(row).map_or(e, |p| p.to_usize_valid()), end }
         })
         .collect();
-    for &(r0, _, r1) in &streams {
-        if r0 < r1 {
-            enter(&mut lru, r0);
+    for s in &streams {
+        if s.row < s.end {
+            enter(&mut lru, s.row);
         }
     }
     let mut live = streams.len();
     while live > 0 {
         live = 0;
-        for (row, k, end) in streams.iter_mut() {
-            while *row < *end && *k >= indptr[*row + 1].to_usize_valid() {
-                *row += 1;
-                if *row < *end {
-                    enter(&mut lru, *row);
+        for s in streams.iter_mut() {
+            while s.row < s.end && s.slot >= indptr[s.row + 1].to_usize_valid() {
+                s.row += 1;
+                if s.row < s.end {
+                    enter(&mut lru, s.row);
                 }
             }
-            if *row >= *end {
+            if s.row >= s.end {
                 continue;
             }
             live += 1;
             for a in &edge_accesses {
-                let id = if a.by == Selector::Col { cols[*k].to_usize_valid() } else { eids[*k].to_usize_valid() };
+                let id = match a.by {
+                    Selector::Col => cols[s.slot].to_usize_valid(),
+                    _ => eids[s.slot].to_usize_valid(),
+                };
                 lru.touch(a.array.key(id) as u32, a.array.lines, a.write);
             }
-            *k += 1;
+            s.slot += 1;
         }
     }
     let b = std::mem::size_of::<I>() as u64;
