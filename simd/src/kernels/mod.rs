@@ -3,12 +3,14 @@
 //! ISA level once ([`crate::isa::active_level`]), checks its arguments, and
 //! runs one [`crate::isa::Simd::vectorize`] per worker task.
 
+mod arg_pull;
 mod blocked;
 mod common;
 mod sddmm;
 mod softmax;
 mod spmm;
 
+pub use arg_pull::arg_pull;
 pub use blocked::BlockedCsr;
 pub use common::SharedMut;
 pub use sddmm::{SddmmArgs, SddmmOrder, sddmm, sddmm_blocking, sddmm_order};

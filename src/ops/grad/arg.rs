@@ -23,7 +23,16 @@
 //! writes only its own columns. Either way each gradient element receives
 //! its contributions in the same order (destination ascending, then term
 //! order) whatever the number of workers, so results are bit-identical run
-//! to run and across thread counts. Contributions are formed in f64 and
+//! to run and across thread counts.
+//!
+//! The commonest source gradient, an elementwise message with a constant
+//! partial (copy_u, u_add_*, u_sub_*: `c·g`), is instead *pulled* over the
+//! out-CSR ([`gnnkern_simd::kernels::arg_pull`]): each worker owns whole
+//! source rows and reads, per out-edge, the destination's contiguous `arg_e`
+//! and `g` rows, prefetched ahead, instead of one random read-modify-write
+//! per element (1.3–1.6× faster at d = 128, docs/PERFORMANCE.md). Out-CSR
+//! rows are sorted by destination, so the terms arrive in the scatter's
+//! order and the two are bitwise identical (tested below). Contributions are formed in f64 and
 //! accumulated in f32 in place: an element's sum has at most out-degree
 //! terms, the `eps · magnitude · degree` bound of every sum here, and no
 //! `num_src × row_len` f64 buffer (1 GB at 2^20 nodes × 128) is needed.
@@ -161,15 +170,20 @@ impl<I: Index> ArgBackward<'_, I> {
         if row_len == 0 {
             return;
         }
+        let constant = (!partials_read_values(self.op)).then(|| {
+            let (da, db) = partials(self.op, 0.0, 0.0);
+            if side == Side::Lhs { da } else { db }
+        });
+        if let (Target::Src, Some(c)) = (target, constant)
+            && self.is_elementwise(side)
+        {
+            return self.pull_sources(c, grad);
+        }
         grad.par_iter_mut().for_each(|y| *y = 0.0);
         let out = (SharedMut::new(grad), row_len);
         // Monomorphise the sweep per row rule and per partial kind, so the
         // per-element loop holds no `match` (copy/add/sub: a constant).
         let src = self.graph.coo().0;
-        let constant = (!partials_read_values(self.op)).then(|| {
-            let (da, db) = partials(self.op, 0.0, 0.0);
-            if side == Side::Lhs { da } else { db }
-        });
         match (target, constant) {
             (Target::Src, Some(c)) => self.sweep(side, target, out, |e, _| src[e].to_usize(), |_, _, _| c),
             (Target::Src, None) => {
@@ -180,6 +194,40 @@ impl<I: Index> ArgBackward<'_, I> {
             (Target::Dst, Some(c)) => self.sweep(side, target, out, |_, v| v, |_, _, _| c),
             (Target::Dst, None) => self.sweep(side, target, out, |_, v| v, |t, e, v| self.partial(side, t, e, v)),
         }
+    }
+
+    /// Whether `side`'s terms are exactly `o → column o` (no broadcast, no
+    /// dot): then the source gradient can be pulled ([`Self::pull_sources`]).
+    fn is_elementwise(&self, side: Side) -> bool {
+        let plan = self.plan;
+        let len = if side == Side::Lhs { plan.lhs_len } else { plan.rhs_len };
+        plan.reduce_len == 1
+            && len == plan.out_len
+            && (0..plan.out_len).all(|o| {
+                let (lo, ro) = plan.element(o);
+                (if side == Side::Lhs { lo } else { ro }) == o
+            })
+    }
+
+    /// The source gradient of an elementwise message with constant partial
+    /// `c` (copy/add/sub), pulled over the out-CSR by
+    /// [`gnnkern_simd::kernels::arg_pull`]: each worker owns whole source
+    /// rows, and every element receives its terms in ascending destination
+    /// order, as [`Self::sweep`] adds them (bitwise identical; tested).
+    fn pull_sources(&self, c: f64, grad: &mut [f32]) {
+        let row_len = self.plan.out_len;
+        // `c` is 1, -1 or 0 (`partials` of copy/add/sub), exact in f32, so
+        // `c · g` rounds as the scatter's f64 product does.
+        debug_assert!(c == 1.0 || c == -1.0 || c == 0.0);
+        gnnkern_simd::kernels::arg_pull(
+            self.graph.out_csr().view(),
+            self.arg_e,
+            self.grad_out,
+            row_len,
+            c as f32,
+            grad,
+        )
+        .expect("arg_e, grad_out and the gradient were validated against the graph and the plan");
     }
 
     /// Runs [`Self::scatter_row`] over every destination, split among
@@ -232,6 +280,91 @@ impl<I: Index> ArgBackward<'_, I> {
                     }
                 });
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gnnkern_simd::layout::OperandShape;
+
+    /// A graph with a hub source, parallel edges, destinations without
+    /// in-edges and `num_src != num_dst`, and for every destination element
+    /// an `arg_e` naming one of its in-edges (`-1` for empty rows).
+    fn case(d: usize) -> (Graph<i32>, Vec<i32>, Vec<f32>) {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (num_src, num_dst) = (41, 29);
+        let (mut src, mut dst) = (Vec::new(), Vec::new());
+        for _ in 0..600 {
+            let u = if next(4) == 0 { 3 } else { next(num_src) };
+            let v = loop {
+                let v = next(num_dst);
+                if v % 7 != 5 {
+                    break v;
+                }
+            };
+            let copies = if next(8) == 0 { 2 } else { 1 };
+            for _ in 0..copies {
+                src.push(u as i32);
+                dst.push(v as i32);
+            }
+        }
+        let graph = Graph::from_coo(num_src, num_dst, src, dst).unwrap();
+        let csr = graph.in_csr();
+        let mut arg_e = Vec::with_capacity(num_dst * d);
+        for v in 0..num_dst {
+            let edges = csr.row_range(v);
+            for _ in 0..d {
+                arg_e.push(if edges.is_empty() { -1 } else { csr.eids()[edges.start + next(edges.len())] });
+            }
+        }
+        let g = (0..num_dst * d).map(|_| (next(2001) as f32 - 1000.0) / 997.0).collect();
+        (graph, arg_e, g)
+    }
+
+    /// The pulled source gradient (copy_u: `c = 1`; the source operand of
+    /// `v_sub_u`: `c = -1`) is bitwise what the column-split scatter adds.
+    #[test]
+    fn pulled_source_gradient_is_bitwise_the_scatter() {
+        const D: usize = 40;
+        let (graph, arg_e, g) = case(D);
+        let features = vec![0f32; graph.num_src().max(graph.num_dst()) * D];
+        let copy = OperandShape { uses_lhs: true, uses_rhs: false, reduces_last_dim: false };
+        let binary = OperandShape { uses_lhs: true, uses_rhs: true, reduces_last_dim: false };
+        let cases = [
+            (BinaryOpKind::CopyLhs, BroadcastPlan::new(copy, &[D], &[]).unwrap(), Target::Src, Target::Dst, Side::Lhs),
+            (BinaryOpKind::Sub, BroadcastPlan::new(binary, &[D], &[D]).unwrap(), Target::Dst, Target::Src, Side::Rhs),
+        ];
+        for (op, plan, lhs, rhs, side) in cases {
+            let pass = ArgBackward {
+                graph: &graph,
+                op,
+                plan: &plan,
+                lhs: (lhs, &features),
+                rhs: (rhs, &features),
+                grad_out: &g,
+                arg_e: &arg_e,
+            };
+            assert!(pass.is_elementwise(side), "{op:?}");
+            let mut pulled = vec![f32::NAN; graph.num_src() * D];
+            pass.run(side, &mut pulled);
+
+            let mut scattered = vec![0f32; graph.num_src() * D];
+            let c = if op == BinaryOpKind::Sub { -1.0 } else { 1.0 };
+            let src = graph.coo().0;
+            let out = (SharedMut::new(&mut scattered), D);
+            pass.sweep(side, Target::Src, out, |e, _| src[e].to_usize(), |_, _, _| c);
+
+            let bits = |x: &[f32]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&pulled), bits(&scattered), "{op:?}");
+            assert!(pulled.iter().any(|&y| y != 0.0), "{op:?}: nothing was pulled");
         }
     }
 }
