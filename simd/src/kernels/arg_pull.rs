@@ -30,7 +30,7 @@
 //! unmatched lane unchanged: an accumulator that starts at `+0` never
 //! becomes `-0` under round-to-nearest, and `x + ±0 = x` for every other `x`.
 
-use super::common::{balanced_bounds, num_parts, split_rows};
+use super::common::{balanced_bounds, num_parts, prefetch_rows, split_rows};
 use crate::Index;
 use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
@@ -122,8 +122,8 @@ impl<I: Index> Task for Rows<'_, '_, I> {
                     && let Some(w) = dsts.get(k + prefetch)
                 {
                     let w = w.to_usize();
-                    prefetch_row(s, arg_ptr.wrapping_add(w * arg_row_floats), arg_row_floats);
-                    prefetch_row(s, g_ptr.wrapping_add(w * row_len), row_len);
+                    prefetch_rows(s, &[arg_ptr], w * arg_row_floats, arg_row_floats);
+                    prefetch_rows(s, &[g_ptr], w * row_len, row_len);
                 }
                 let (v, e) = (dsts[k].to_usize(), eids[k]);
                 let arg = &arg_e[v * row_len..(v + 1) * row_len];
@@ -133,15 +133,6 @@ impl<I: Index> Task for Rows<'_, '_, I> {
                 }
             }
         }
-    }
-}
-
-/// Prefetches the lines of the `floats`-long row at `row` (prefetches never
-/// fault, whatever the address).
-#[inline(always)]
-fn prefetch_row<S: Simd>(s: S, row: *const f32, floats: usize) {
-    for off in (0..floats).step_by(16) {
-        s.prefetch(row.wrapping_add(off));
     }
 }
 

@@ -288,3 +288,16 @@ impl<T> SharedMut<T> {
 pub(crate) fn widest_gathered_row(operands: [(bool, usize); 2]) -> usize {
     operands.iter().filter(|&&(gathered, _)| gathered).map(|&(_, floats)| 4 * floats).max().unwrap_or(0)
 }
+
+/// Prefetches the lines of `rows` (floats `first .. first + len` of each
+/// array). Prefetches never fault, whatever the address.
+#[inline(always)]
+pub(crate) fn prefetch_rows<S: Simd>(s: S, rows: &[*const f32], first: usize, len: usize) {
+    for &base in rows {
+        let mut off = 0;
+        while off < len {
+            s.prefetch(base.wrapping_add(first + off));
+            off += 16;
+        }
+    }
+}

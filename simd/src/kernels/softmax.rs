@@ -43,7 +43,7 @@
 //! softmax domain); a NaN or `+inf` logit makes its destination's outputs
 //! NaN, as in the reference (its max ignores NaN, the sum then does not).
 
-use super::common::{SharedMut, balanced_bounds, num_parts};
+use super::common::{SharedMut, balanced_bounds, num_parts, prefetch_rows};
 use crate::Index;
 use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
@@ -157,19 +157,6 @@ unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 {
 unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
     // SAFETY: forwarded from the caller.
     unsafe { if len == S::LANES { s.store(ptr, v) } else { s.store_partial(ptr, v, len) } }
-}
-
-/// Prefetches the lines of `rows` (floats `first .. first + len` of each
-/// array). Prefetches never fault, whatever the address.
-#[inline(always)]
-fn prefetch_rows<S: Simd>(s: S, rows: &[*const f32], first: usize, len: usize) {
-    for &base in rows {
-        let mut off = 0;
-        while off < len {
-            s.prefetch(base.wrapping_add(first + off));
-            off += 16;
-        }
-    }
 }
 
 /// Prefetches edge `eids[k]`'s `d`-float rows of `rows` (no-op past the last slot).
