@@ -9,6 +9,14 @@ Peers:
   torch_sparse  torch.sparse.mm on a CSR matrix (MKL): copy_u_sum/mean and u_mul_e_sum/mean
                 with a scalar edge weight only.
 
+Gradient ops (`<forward>_backward`, e.g. copy_u_max_backward) run the peer's forward once,
+untimed, with autograd on, and time `torch.autograd.grad` of its output against the seeded output
+gradient: the peer's own backward kernels (DGL's gspmm/gsddmm backward, PyG's scatter backward).
+The output is every operand gradient, flattened and concatenated lhs first, as gnnkern writes it.
+DGL 2.1's max/min backward sends the gradient of a destination without in-edges to source node 0
+(its arg output's default); the DGL peer zeroes those output-gradient rows so checksums compare.
+torch_sparse has no gradient form here (its edge weights are not a differentiable operand).
+
 Usage (the same flags as `gnnkern-bench op`):
   peer_op.py --peer dgl --graph DIR_OR_SPEC --op u_mul_e_sum --dim 128 [--heads 4] \
              --threads 2 --reps 10 --json
@@ -39,7 +47,7 @@ import numpy as np
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 REDUCERS = ("sum", "max", "min", "mean")
 BINARY_OPS = ("add", "sub", "mul", "div", "dot")
-LHS_SEED, RHS_SEED = 1, 2
+LHS_SEED, RHS_SEED, GRAD_SEED = 1, 2, 3
 MEMORY_SHARE = 0.6
 
 
@@ -68,14 +76,24 @@ def seeded_uniform(seed, n, lo, hi):
 
 # ---------------------------------------------------------------- op names and shapes (mirror of opspec.rs)
 
+def gradient_of(name):
+    """The forward op of a g-SpMM/g-SDDMM gradient op `<forward>_backward`, else None."""
+    if name.endswith("_backward") and name != "edge_softmax_backward":
+        return name[: -len("_backward")]
+    return None
+
+
 def parse_op(name):
-    """-> (family, op, lhs, rhs, reduce); family in spmm, sddmm, edge_softmax, edge_softmax_backward."""
+    """-> (family, op, lhs, rhs, reduce); family in spmm, sddmm, edge_softmax, edge_softmax_backward,
+    spmm_backward, sddmm_backward (a gradient op carries its forward's op, targets and reducer)."""
     if name in ("edge_softmax", "edge_softmax_backward"):
         return name, None, None, None, None
-    if name.endswith("_backward"):
-        family = parse_op(name[: -len("_backward")])[0]
+    forward = gradient_of(name)
+    if forward is not None:
+        family, op, lhs, rhs, reduce = parse_op(forward)
         if family in ("spmm", "sddmm"):
-            return family + "_backward", None, None, None, None
+            return family + "_backward", op, lhs, rhs, reduce
+        raise SystemExit(f"error: unknown op `{name}`")
     parts = name.split("_")
 
     def message(p):
@@ -96,6 +114,11 @@ def parse_op(name):
 
 def shapes(name, n_src, n_dst, n_e, dim, heads):
     """Operand and output shapes of gnnkern's benchmark layout (see opspec.rs)."""
+    forward = gradient_of(name)
+    if forward is not None:
+        s = shapes(forward, n_src, n_dst, n_e, dim, heads)
+        grads = sum(int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x)
+        return dict(lhs=s["lhs"], rhs=s["rhs"], grad_out=(None, s["out"], (-1.0, 1.0)), out=[grads], k=s["k"])
     family, op, lt, rt, _ = parse_op(name)
     node = [heads, dim // heads] if heads else [dim]
     rows = {"u": n_src, "v": n_dst, "e": n_e}
@@ -144,6 +167,15 @@ def broadcast(a, b, dot):
 def cost(name, n_src, n_dst, n_e, s, idx_bytes=4):
     """(flops, model_bytes) as in model.rs."""
     family, op, lt, rt, reduce = parse_op(name)
+    if family in ("spmm_backward", "sddmm_backward"):
+        grads = sum(1 for x in (s["lhs"], s["rhs"]) if x)
+        o_fwd = int(np.prod(s["grad_out"][1][1:]))
+        phi = 0 if op == "copy" else (2 * s["k"] * o_fwd if op == "dot" else o_fwd)
+        operands = sum(4 * int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x)
+        grad_out = 4 * int(np.prod(s["grad_out"][1]))
+        n = max(n_src, n_dst)
+        return (grads * n_e * (phi + o_fwd),
+                grads * (n + 1 + 2 * n_e) * idx_bytes + operands + grad_out + 4 * int(np.prod(s["out"])))
     o = int(np.prod(s["out"][1:]))
     operands = sum(4 * int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x)
     out_bytes = 4 * int(np.prod(s["out"]))
@@ -361,6 +393,22 @@ def pyg_fn(ctx, name, lhs, rhs):
     return lambda: scatter(message(), dst, dim=0, dim_size=ctx.n_dst, reduce=reduce)
 
 
+def autograd_backward(torch, forward, lhs, rhs, grad_out):
+    """Times a peer's backward alone: `forward(lhs, rhs)` (a function of the operands returning the
+    peer's op as a thunk) runs once here with autograd on; the returned thunk computes every
+    operand gradient for `grad_out`, concatenated lhs first."""
+    lhs, rhs = (None if x is None else x.detach().requires_grad_() for x in (lhs, rhs))
+    with torch.enable_grad():
+        out = forward(lhs, rhs)()
+    wrt = [x for x in (lhs, rhs) if x is not None]
+    g = grad_out.reshape(out.shape)
+
+    def backward():
+        grads = torch.autograd.grad(out, wrt, g, retain_graph=True)
+        return torch.cat([x.reshape(-1) for x in grads])
+    return backward
+
+
 def torch_sparse_fn(ctx, name, lhs, rhs, heads):
     torch = ctx.torch
     family, op, lt, rt, reduce = parse_op(name)
@@ -400,8 +448,10 @@ def run_case(torch, peer, ctx, case, m):
     name, dim, heads, threads = case["op"], case["dim"], case.get("heads"), case["threads"]
     reps, warmup = case.get("reps", 10), case.get("warmup", 1)
     torch.set_num_threads(threads)
-    if parse_op(name)[0] in ("spmm_backward", "sddmm_backward"):
-        raise Unsupported("g-SpMM/g-SDDMM gradient ops are benchmarked for gnnkern only")
+    forward = gradient_of(name)
+    if forward is not None and peer == "torch_sparse":
+        raise Unsupported("torch_sparse is timed on forward ops only (its edge weights are not a "
+                          "differentiable operand here)")
     s = shapes(name, ctx.n_src, ctx.n_dst, ctx.n_e, dim, heads)
     # Peers materialise E x d messages (pyg) and temporaries: budget three edge-sized tensors.
     planned = 4 * (sum(int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x) + 3 * int(np.prod(s["out"])))
@@ -419,10 +469,17 @@ def run_case(torch, peer, ctx, case, m):
         return torch.from_numpy(seeded_uniform(seed, int(np.prod(shape)), lo, hi)).reshape(shape)
 
     lhs, rhs = tensor(s["lhs"], LHS_SEED), tensor(s["rhs"], RHS_SEED)
-    if peer == "dgl":
-        fn = dgl_fn(ctx, name, lhs, rhs)
-    elif peer == "pyg":
-        fn = pyg_fn(ctx, name, lhs, rhs)
+    peer_fn = dict(dgl=dgl_fn, pyg=pyg_fn)
+    if forward is not None:
+        grad_out = tensor(s["grad_out"], GRAD_SEED)
+        if peer == "dgl" and parse_op(name)[4] in ("max", "min"):
+            # DGL 2.1 leaves arg = 0 in rows without in-edges, so its max/min backward adds those
+            # rows' gradients to source node 0; gnnkern and PyG send them nowhere (no message won).
+            # Zero them for DGL (same work) so that the checksums compare the same mathematics.
+            grad_out[torch.bincount(ctx.dst, minlength=ctx.n_dst) == 0] = 0.0
+        fn = autograd_backward(torch, lambda l, r: peer_fn[peer](ctx, forward, l, r), lhs, rhs, grad_out)
+    elif peer in peer_fn:
+        fn = peer_fn[peer](ctx, name, lhs, rhs)
     else:
         fn = torch_sparse_fn(ctx, name, lhs, rhs, heads)
     reset_peak_rss()
