@@ -12,10 +12,10 @@ Peers:
 Gradient ops (`<forward>_backward`, e.g. copy_u_max_backward) run the peer's forward once,
 untimed, with autograd on, and time `torch.autograd.grad` of its output against the seeded output
 gradient: the peer's own backward kernels (DGL's gspmm/gsddmm backward, PyG's scatter backward).
-The output is every operand gradient, flattened and concatenated lhs first, as gnnkern writes it.
+The output is every operand gradient, flattened and concatenated lhs first, as gnnkern writes it
+(torch_sparse: through torch.sparse.mm's autograd, for the ops its forward covers).
 DGL 2.1's max/min backward sends the gradient of a destination without in-edges to source node 0
 (its arg output's default); the DGL peer zeroes those output-gradient rows so checksums compare.
-torch_sparse has no gradient form here (its edge weights are not a differentiable operand).
 
 Usage (the same flags as `gnnkern-bench op`):
   peer_op.py --peer dgl --graph DIR_OR_SPEC --op u_mul_e_sum --dim 128 [--heads 4] \
@@ -449,9 +449,6 @@ def run_case(torch, peer, ctx, case, m):
     reps, warmup = case.get("reps", 10), case.get("warmup", 1)
     torch.set_num_threads(threads)
     forward = gradient_of(name)
-    if forward is not None and peer == "torch_sparse":
-        raise Unsupported("torch_sparse is timed on forward ops only (its edge weights are not a "
-                          "differentiable operand here)")
     s = shapes(name, ctx.n_src, ctx.n_dst, ctx.n_e, dim, heads)
     # Peers materialise E x d messages (pyg) and temporaries: budget three edge-sized tensors.
     planned = 4 * (sum(int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x) + 3 * int(np.prod(s["out"])))
@@ -469,7 +466,8 @@ def run_case(torch, peer, ctx, case, m):
         return torch.from_numpy(seeded_uniform(seed, int(np.prod(shape)), lo, hi)).reshape(shape)
 
     lhs, rhs = tensor(s["lhs"], LHS_SEED), tensor(s["rhs"], RHS_SEED)
-    peer_fn = dict(dgl=dgl_fn, pyg=pyg_fn)
+    peer_fn = dict(dgl=dgl_fn, pyg=pyg_fn,
+                   torch_sparse=lambda ctx, name, l, r: torch_sparse_fn(ctx, name, l, r, heads))
     if forward is not None:
         grad_out = tensor(s["grad_out"], GRAD_SEED)
         if peer == "dgl" and parse_op(name)[4] in ("max", "min"):
@@ -478,10 +476,8 @@ def run_case(torch, peer, ctx, case, m):
             # Zero them for DGL (same work) so that the checksums compare the same mathematics.
             grad_out[torch.bincount(ctx.dst, minlength=ctx.n_dst) == 0] = 0.0
         fn = autograd_backward(torch, lambda l, r: peer_fn[peer](ctx, forward, l, r), lhs, rhs, grad_out)
-    elif peer in peer_fn:
-        fn = peer_fn[peer](ctx, name, lhs, rhs)
     else:
-        fn = torch_sparse_fn(ctx, name, lhs, rhs, heads)
+        fn = peer_fn[peer](ctx, name, lhs, rhs)
     reset_peak_rss()
     times = []
     out = None

@@ -32,10 +32,12 @@
 //! and `g` rows, prefetched ahead, instead of one random read-modify-write
 //! per element (1.3–1.6× faster at d = 128, docs/PERFORMANCE.md). Out-CSR
 //! rows are sorted by destination, so the terms arrive in the scatter's
-//! order and the two are bitwise identical (tested below). Contributions are formed in f64 and
-//! accumulated in f32 in place: an element's sum has at most out-degree
-//! terms, the `eps · magnitude · degree` bound of every sum here, and no
-//! `num_src × row_len` f64 buffer (1 GB at 2^20 nodes × 128) is needed.
+//! order and the two are bitwise identical (tested below).
+//!
+//! Contributions are formed in f64 and accumulated in f32 in place: an
+//! element's sum has at most out-degree terms, the `eps · magnitude ·
+//! degree` bound of every sum here, and no `num_src × row_len` f64 buffer
+//! (1 GB at 2^20 nodes × 128) is needed.
 
 use crate::Index;
 use crate::graph::Graph;
