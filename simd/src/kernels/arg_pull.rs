@@ -25,8 +25,8 @@
 //! crate), whatever the thread count. The compare-and-add loop is plain Rust
 //! inside [`Simd::vectorize`], so the compiler vectorises it with the
 //! token's target features (AVX-512: per 16 lanes a `vpcmpeqd` into a
-//! k-mask, a zero-masking load of `g`, and a multiply-add into the row,
-//! checked in the release build's disassembly). Adding `c·0` leaves an
+//! k-mask, a zero-masking load of `g`, a multiply and an add into the row,
+//! checked in the release build's disassembly; Rust never fuses them). Adding `c·0` leaves an
 //! unmatched lane unchanged: an accumulator that starts at `+0` never
 //! becomes `-0` under round-to-nearest, and `x + ±0 = x` for every other `x`.
 
