@@ -70,3 +70,12 @@ pub enum Error {
     #[error("{what}[{position}] = {value} {problem}")]
     BadArg { what: &'static str, position: usize, value: i64, problem: String },
 }
+
+/// A kernel's argument check (`gnnkern_simd::KernelError`) as a length
+/// mismatch. Validation before the kernels should make it unreachable; if it
+/// is not, the caller still gets a typed error rather than a panic.
+impl From<gnnkern_simd::KernelError> for Error {
+    fn from(e: gnnkern_simd::KernelError) -> Self {
+        Error::LengthMismatch { what: e.what, expected: e.expected, actual: e.actual }
+    }
+}

@@ -24,7 +24,6 @@ use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, Sddm
 use crate::graph::Graph;
 use crate::op::Target;
 use crate::{Error, Index, Result};
-use gnnkern_simd::KernelError;
 use gnnkern_simd::kernels::{self, BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs};
 use gnnkern_simd::layout::{CsrView, EdgeDst};
 use gnnkern_simd::op::{BinaryOp, Reducer};
@@ -169,11 +168,6 @@ fn sddmm_args<'a, I: Index>(csr: CsrView<'a, I>, order: SddmmOrder, c: SddmmCall
     SddmmArgs { csr, order, lhs_target, rhs_target, plan, lhs, rhs, out }
 }
 
-/// A kernel argument error: validation upstream should make this unreachable.
-fn kernel_error(e: KernelError) -> Error {
-    Error::LengthMismatch { what: e.what, expected: e.expected, actual: e.actual }
-}
-
 impl Backend for Simd {
     const KIND: BackendKind = BackendKind::Simd;
 
@@ -192,7 +186,7 @@ impl Backend for Simd {
         let plan = kernels::spmm_blocking::<O, I>(&spmm_args(csr, call.reborrow()), hot_fraction(graph));
         trials::run(graph, sig, plan, &mut |layout| {
             note_pass(layout);
-            kernels::spmm::<O, R, I>(spmm_args(csr, call.reborrow()), layout).map_err(kernel_error)
+            kernels::spmm::<O, R, I>(spmm_args(csr, call.reborrow()), layout).map_err(Error::from)
         })
     }
 
@@ -218,15 +212,14 @@ impl Backend for Simd {
         let plan = kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph));
         trials::run(graph, sig, plan, &mut |layout| {
             note_pass(layout);
-            kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), layout.map(|(l, _)| l))
-                .map_err(kernel_error)
+            kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), layout.map(|(l, _)| l)).map_err(Error::from)
         })
     }
 
     fn edge_softmax<I: Index>(&self, call: EdgeSoftmaxCall<'_, I>) -> Result<()> {
         let EdgeSoftmaxCall { graph, logits, row_len, out } = call;
         softmax_scheme::<I, SoftmaxForward>(graph, (row_len, 2 * row_len), &mut |dst| {
-            kernels::edge_softmax(graph.in_csr().view(), dst, logits, row_len, out).map_err(kernel_error)
+            kernels::edge_softmax(graph.in_csr().view(), dst, logits, row_len, out).map_err(Error::from)
         })
     }
 
@@ -234,7 +227,7 @@ impl Backend for Simd {
         let EdgeSoftmaxBackwardCall { graph, out, grad_out, row_len, grad_logits } = call;
         softmax_scheme::<I, SoftmaxBackward>(graph, (row_len, row_len), &mut |dst| {
             kernels::edge_softmax_backward(graph.in_csr().view(), dst, out, grad_out, row_len, grad_logits)
-                .map_err(kernel_error)
+                .map_err(Error::from)
         })
     }
 }

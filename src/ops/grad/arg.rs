@@ -41,6 +41,7 @@
 
 use crate::Index;
 use crate::graph::Graph;
+use crate::{Error, Result};
 use gnnkern_simd::kernels::SharedMut;
 use gnnkern_simd::layout::BroadcastPlan;
 use gnnkern_simd::op::{BinaryOpKind, Target};
@@ -164,13 +165,13 @@ impl<I: Index> ArgBackward<'_, I> {
     }
 
     /// Writes the gradient of `side`'s operand (overwrite) into `grad`.
-    pub(super) fn run(&self, side: Side, grad: &mut [f32]) {
+    pub(super) fn run(&self, side: Side, grad: &mut [f32]) -> Result<()> {
         let (target, row_len) = match side {
             Side::Lhs => (self.lhs.0, self.plan.lhs_len),
             Side::Rhs => (self.rhs.0, self.plan.rhs_len),
         };
         if row_len == 0 {
-            return;
+            return Ok(());
         }
         let constant = (!partials_read_values(self.op)).then(|| {
             let (da, db) = partials(self.op, 0.0, 0.0);
@@ -196,6 +197,7 @@ impl<I: Index> ArgBackward<'_, I> {
             (Target::Dst, Some(c)) => self.sweep(side, target, out, |_, v| v, |_, _, _| c),
             (Target::Dst, None) => self.sweep(side, target, out, |_, v| v, |t, e, v| self.partial(side, t, e, v)),
         }
+        Ok(())
     }
 
     /// Whether `side`'s terms are exactly `o → column o` (no broadcast, no
@@ -216,20 +218,13 @@ impl<I: Index> ArgBackward<'_, I> {
     /// [`gnnkern_simd::kernels::arg_pull`]: each worker owns whole source
     /// rows, and every element receives its terms in ascending destination
     /// order, as [`Self::sweep`] adds them (bitwise identical; tested).
-    fn pull_sources(&self, c: f64, grad: &mut [f32]) {
+    fn pull_sources(&self, c: f64, grad: &mut [f32]) -> Result<()> {
         let row_len = self.plan.out_len;
         // `c` is 1, -1 or 0 (`partials` of copy/add/sub), exact in f32, so
         // `c · g` rounds as the scatter's f64 product does.
         debug_assert!(c == 1.0 || c == -1.0 || c == 0.0);
-        gnnkern_simd::kernels::arg_pull(
-            self.graph.out_csr().view(),
-            self.arg_e,
-            self.grad_out,
-            row_len,
-            c as f32,
-            grad,
-        )
-        .expect("arg_e, grad_out and the gradient were validated against the graph and the plan");
+        gnnkern_simd::kernels::arg_pull(self.graph.out_csr().view(), self.arg_e, self.grad_out, row_len, c as f32, grad)
+            .map_err(Error::from)
     }
 
     /// Runs [`Self::scatter_row`] over every destination, split among
@@ -356,7 +351,7 @@ mod tests {
             };
             assert!(pass.is_elementwise(side), "{op:?}");
             let mut pulled = vec![f32::NAN; graph.num_src() * D];
-            pass.run(side, &mut pulled);
+            pass.run(side, &mut pulled).unwrap();
 
             let mut scattered = vec![0f32; graph.num_src() * D];
             let c = if op == BinaryOpKind::Sub { -1.0 } else { 1.0 };

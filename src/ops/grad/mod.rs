@@ -229,7 +229,7 @@ impl Exec {
                 arg_e,
             };
             for mut r in requests {
-                pass.run(r.side, r.grad.data());
+                pass.run(r.side, r.grad.data())?;
             }
             return Ok(());
         }
