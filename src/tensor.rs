@@ -245,6 +245,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no madvise")]
     fn large_owned_storage_is_advised_for_huge_pages() {
         let mode = crate::huge_pages::system_mode();
         if !matches!(mode.as_deref(), Some("madvise" | "always")) || !crate::huge_pages::enabled() {

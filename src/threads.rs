@@ -106,6 +106,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri emulates the affinity calls; /proc shows the host's")]
     fn pinned_workers_each_run_on_their_round_robin_core() {
         let cores = pin_cores().expect("Linux reports the CPU set");
         // One more worker than cores: the last one wraps to the first core.

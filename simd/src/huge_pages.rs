@@ -42,9 +42,10 @@ pub fn enabled() -> bool {
 /// when `bytes >= MIN_BYTES` and [`enabled`]. Pages already touched keep
 /// their size; call it between allocation and first write. The range should
 /// lie inside one allocation of the caller's; the advice never changes
-/// contents or validity, so any range is memory-safe.
+/// contents or validity, so any range is memory-safe (and under Miri, which
+/// has no `madvise`, it is skipped).
 pub fn advise(ptr: *const u8, bytes: usize) {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     {
         const PAGE: usize = 4096;
         if bytes < MIN_BYTES || !enabled() {
@@ -60,7 +61,7 @@ pub fn advise(ptr: *const u8, bytes: usize) {
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
         }
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(any(not(target_os = "linux"), miri))]
     let _ = (ptr, bytes);
 }
 
@@ -105,6 +106,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no madvise")]
     fn large_untouched_buffers_are_advised_and_small_ones_are_not() {
         let mode = system_mode();
         if !matches!(mode.as_deref(), Some("madvise" | "always")) || !enabled() {

@@ -197,12 +197,21 @@ impl Simd for Avx2 {
     unsafe fn stream(self, ptr: *mut f32, v: __m256) {
         // SAFETY: the token proves AVX; the caller guarantees 8 writable
         // floats at a 32-byte aligned address.
-        unsafe { _mm256_stream_ps(ptr, v) }
+        #[cfg(not(miri))]
+        unsafe {
+            _mm256_stream_ps(ptr, v)
+        }
+        // Miri cannot run the `vmovntps` inline assembly; an aligned store
+        // checks the same 32-byte alignment contract.
+        // SAFETY: as above.
+        #[cfg(miri)]
+        unsafe {
+            _mm256_store_ps(ptr, v)
+        }
     }
     #[inline(always)]
     fn store_fence(self) {
-        // SAFETY: `sfence` (SSE) is available on every x86-64 CPU.
-        unsafe { _mm_sfence() }
+        super::sfence()
     }
     #[inline(always)]
     unsafe fn store_i32(self, ptr: *mut i32, v: __m256i) {

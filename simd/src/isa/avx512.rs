@@ -2,6 +2,12 @@
 
 use super::{Simd, Task};
 use std::arch::x86_64::*;
+// Miri has no shims for these; an explicit import shadows the glob.
+#[cfg(miri)]
+use super::miri_avx512::{
+    _mm512_cmp_ps_mask, _mm512_cvtps_epi32, _mm512_mask_cmp_ps_mask, _mm512_mask_i32gather_epi32,
+    _mm512_mask_i32gather_epi64, _mm512_max_ps, _mm512_min_ps, _mm512_roundscale_ps,
+};
 
 /// Capability token for AVX-512 F/BW/DQ/VL (plus AVX2 and FMA, which every
 /// such CPU has). Holding one proves the CPU runs these instructions.
@@ -203,12 +209,21 @@ impl Simd for Avx512 {
     unsafe fn stream(self, ptr: *mut f32, v: __m512) {
         // SAFETY: the token proves AVX-512F; the caller guarantees 16
         // writable floats at a 64-byte aligned address.
-        unsafe { _mm512_stream_ps(ptr, v) }
+        #[cfg(not(miri))]
+        unsafe {
+            _mm512_stream_ps(ptr, v)
+        }
+        // Miri cannot run the `vmovntps` inline assembly; an aligned store
+        // checks the same 64-byte alignment contract.
+        // SAFETY: as above.
+        #[cfg(miri)]
+        unsafe {
+            _mm512_store_ps(ptr, v)
+        }
     }
     #[inline(always)]
     fn store_fence(self) {
-        // SAFETY: `sfence` (SSE) is available on every x86-64 CPU.
-        unsafe { _mm_sfence() }
+        super::sfence()
     }
     #[inline(always)]
     unsafe fn store_i32(self, ptr: *mut i32, v: __m512i) {

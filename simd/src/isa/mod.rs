@@ -26,6 +26,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod level;
+#[cfg(all(target_arch = "x86_64", any(miri, test)))]
+mod miri_avx512;
 mod portable;
 
 #[cfg(target_arch = "x86_64")]
@@ -34,6 +36,22 @@ pub use avx2::Avx2;
 pub use avx512::Avx512;
 pub use level::{IsaLevel, IsaUnsupported, active_level, with_level};
 pub use portable::Portable;
+
+/// `sfence`: makes the non-temporal stores issued before it visible before
+/// any store after it (the `store_fence` of both x86 levels). Miri cannot
+/// execute `sfence` and models non-temporal stores as plain stores, so
+/// under Miri a sequentially consistent fence stands in for it.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn sfence() {
+    #[cfg(not(miri))]
+    // SAFETY: `sfence` (SSE) is available on every x86-64 CPU.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    }
+    #[cfg(miri)]
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
 
 /// A unit of kernel work run under one ISA token (see [`Simd::vectorize`]).
 ///
