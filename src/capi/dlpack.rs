@@ -55,14 +55,17 @@ impl DlElement for i64 {
 pub(crate) struct Checked {
     pub name: &'static str,
     pub shape: Vec<usize>,
-    ptr: usize,
+    /// `data + byte_offset`, keeping the caller's pointer provenance (so
+    /// Miri checks every access against the caller's own allocation).
+    ptr: *mut u8,
     numel: usize,
 }
 
 impl Checked {
     /// Bytes covered (empty for no elements).
     pub fn bytes<T>(&self) -> Range<usize> {
-        if self.numel == 0 { 0..0 } else { self.ptr..self.ptr + self.numel * size_of::<T>() }
+        let start = self.ptr.addr();
+        if self.numel == 0 { 0..0 } else { start..start + self.numel * size_of::<T>() }
     }
 
     /// The elements as a slice.
@@ -76,7 +79,7 @@ impl Checked {
         }
         // SAFETY: `check` proved ptr non-NULL and aligned for T and the byte
         // size below isize::MAX; the caller guarantees validity.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const T, self.numel) }
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<T>().cast_const(), self.numel) }
     }
 
     /// The elements as a mutable slice.
@@ -89,7 +92,7 @@ impl Checked {
             return &mut [];
         }
         // SAFETY: as in `slice`; exclusivity is the caller's guarantee.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut T, self.numel) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<T>(), self.numel) }
     }
 }
 
@@ -196,7 +199,7 @@ pub(crate) unsafe fn check<T: DlElement>(name: &'static str, t: *const DLTensor)
     let offset = usize::try_from(t.byte_offset).map_err(|_| {
         err(gk_status::GK_ERROR_LAYOUT, format!("{name}: byte_offset {} does not fit the address space", t.byte_offset))
     })?;
-    let ptr = (t.data as usize).checked_add(offset).filter(|p| p.checked_add(nbytes).is_some()).ok_or_else(|| {
+    let addr = t.data.addr().checked_add(offset).filter(|p| p.checked_add(nbytes).is_some()).ok_or_else(|| {
         err(
             gk_status::GK_ERROR_LAYOUT,
             format!("{name}: data + byte_offset ({}) wraps the address space", t.byte_offset),
@@ -206,17 +209,21 @@ pub(crate) unsafe fn check<T: DlElement>(name: &'static str, t: *const DLTensor)
         if t.data.is_null() {
             return Err(Failure::null(&format!("{name}: data (of a tensor with {numel} elements)")));
         }
-        if ptr % align_of::<T>() != 0 {
+        if addr % align_of::<T>() != 0 {
             return Err(err(
                 gk_status::GK_ERROR_LAYOUT,
                 format!(
-                    "{name}: data + byte_offset = {ptr:#x} is not aligned to {} bytes for {}",
+                    "{name}: data + byte_offset = {addr:#x} is not aligned to {} bytes for {}",
                     align_of::<T>(),
                     T::NAME
                 ),
             ));
         }
     }
+    // `wrapping_add`: the offset was checked not to wrap, and it is only
+    // dereferenced when there are elements (then the caller promises it lies
+    // in the tensor's allocation).
+    let ptr = t.data.cast::<u8>().wrapping_add(offset);
     Ok(Some(Checked { name, shape, ptr, numel }))
 }
 

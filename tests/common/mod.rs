@@ -9,6 +9,8 @@
 //!   comparisons that return a message naming the first mismatch;
 //! - [`oracle`]: brute-force f64 formulas (per-destination edge lists, dense
 //!   adjacency algebra) independent of the library's CSR and broadcast plans;
+//! - [`dl`]: DLPack tensors over Rust memory for calling the C ABI, in every
+//!   layout a caller may use, with exactly sized allocations;
 //! - [`backends`]: every backend the build knows, each SIMD ISA level, with
 //!   `GNNKERN_REQUIRE_BACKENDS` / `GNNKERN_REQUIRE_ISA` turning a skip into a
 //!   failure. A new backend is covered with no test change.
@@ -19,6 +21,7 @@
 pub mod backends;
 pub mod cases;
 pub mod compare;
+pub mod dl;
 pub mod oracle;
 pub mod rng;
 
