@@ -35,10 +35,9 @@ fn feats() -> &'static [usize] {
     if cfg!(miri) { MIRI_FEATS } else { FEATS }
 }
 
-/// Uniform in [-1, 1), or in ±[0.5, 2) for divisors; a few values repeat
-/// so that max/min ties occur.
-/// A feature value: mostly uniform, with repeated values (ties for
-/// max/min) and signed zeros (`-0 == +0`: the earlier edge must keep its bits).
+/// A feature value: mostly uniform in [-1, 1) (±[0.5, 2) for divisors), with
+/// repeated values (ties for max/min) and signed zeros (`-0 == +0`: the
+/// earlier edge must keep its bits).
 fn value(rng: &mut Rng, divisor: bool) -> f32 {
     let x = match rng.below(16) {
         0 | 1 => 0.25,

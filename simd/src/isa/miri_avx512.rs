@@ -10,8 +10,8 @@
 //!   and `vpgatherdq` do, so Miri checks those addresses;
 //! - the lane arithmetic follows Intel's pseudocode for each instruction.
 //!
-//! Compiled only under Miri; the native tests check the real instructions
-//! against the f64 oracle.
+//! Compiled under Miri, and in native test builds for the bit-for-bit check
+//! against the instructions below; the kernels use them only under Miri.
 
 use std::arch::x86_64::{__m256i, __m512, __m512i, __mmask8, __mmask16};
 use std::mem::transmute;
