@@ -2,6 +2,9 @@
 
 use super::{Simd, Task};
 use std::arch::x86_64::*;
+// Miri cannot run `vmovntps` (inline assembly); an explicit import shadows the glob.
+#[cfg(miri)]
+use super::miri_stand_ins::_mm256_stream_ps;
 
 /// Capability token for AVX2 + FMA. Holding one proves the CPU runs them.
 #[derive(Clone, Copy, Debug)]
@@ -197,17 +200,7 @@ impl Simd for Avx2 {
     unsafe fn stream(self, ptr: *mut f32, v: __m256) {
         // SAFETY: the token proves AVX; the caller guarantees 8 writable
         // floats at a 32-byte aligned address.
-        #[cfg(not(miri))]
-        unsafe {
-            _mm256_stream_ps(ptr, v)
-        }
-        // Miri cannot run the `vmovntps` inline assembly; an aligned store
-        // checks the same 32-byte alignment contract.
-        // SAFETY: as above.
-        #[cfg(miri)]
-        unsafe {
-            _mm256_store_ps(ptr, v)
-        }
+        unsafe { _mm256_stream_ps(ptr, v) }
     }
     #[inline(always)]
     fn store_fence(self) {

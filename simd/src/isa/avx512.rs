@@ -2,11 +2,11 @@
 
 use super::{Simd, Task};
 use std::arch::x86_64::*;
-// Miri has no shims for these; an explicit import shadows the glob.
+// Miri cannot run these; an explicit import shadows the glob.
 #[cfg(miri)]
-use super::miri_avx512::{
+use super::miri_stand_ins::{
     _mm512_cmp_ps_mask, _mm512_cvtps_epi32, _mm512_mask_cmp_ps_mask, _mm512_mask_i32gather_epi32,
-    _mm512_mask_i32gather_epi64, _mm512_max_ps, _mm512_min_ps, _mm512_roundscale_ps,
+    _mm512_mask_i32gather_epi64, _mm512_max_ps, _mm512_min_ps, _mm512_roundscale_ps, _mm512_stream_ps,
 };
 
 /// Capability token for AVX-512 F/BW/DQ/VL (plus AVX2 and FMA, which every
@@ -209,17 +209,7 @@ impl Simd for Avx512 {
     unsafe fn stream(self, ptr: *mut f32, v: __m512) {
         // SAFETY: the token proves AVX-512F; the caller guarantees 16
         // writable floats at a 64-byte aligned address.
-        #[cfg(not(miri))]
-        unsafe {
-            _mm512_stream_ps(ptr, v)
-        }
-        // Miri cannot run the `vmovntps` inline assembly; an aligned store
-        // checks the same 64-byte alignment contract.
-        // SAFETY: as above.
-        #[cfg(miri)]
-        unsafe {
-            _mm512_store_ps(ptr, v)
-        }
+        unsafe { _mm512_stream_ps(ptr, v) }
     }
     #[inline(always)]
     fn store_fence(self) {

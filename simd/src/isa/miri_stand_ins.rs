@@ -1,11 +1,19 @@
-//! Miri stand-ins for the seven AVX-512 intrinsics Miri cannot execute.
+//! Miri stand-ins for the `std::arch` intrinsics Miri cannot execute.
 //!
-//! Miri interprets all of `std::arch` that the AVX2 level uses, and
-//! AVX-512's loads, stores, masks, blends and arithmetic, but these seven
-//! lower to `llvm.x86.avx512.*` calls it has no shim for (probed one by one,
-//! nightly 2026-05-19). Under `cfg(miri)`, `avx512.rs` imports them from
-//! here instead (an explicit import shadows its `std::arch` glob), so Miri
-//! runs the AVX-512 kernels whole (`.ci/miri`):
+//! Miri interprets all of `std::arch` that the AVX2 level uses but its
+//! non-temporal store, and AVX-512's loads, stores, masks, blends and
+//! arithmetic, but not:
+//! - `vmovntps` (`_mm256_stream_ps`, `_mm512_stream_ps`), which `std::arch`
+//!   writes as inline assembly;
+//! - seven AVX-512 intrinsics that lower to `llvm.x86.avx512.*` calls it has
+//!   no shim for (probed one by one, nightly 2026-05-19).
+//!
+//! Under `cfg(miri)`, `avx2.rs` and `avx512.rs` import them from here
+//! instead (an explicit import shadows their `std::arch` glob), so Miri runs
+//! the x86 kernels whole (`.ci/miri`):
+//! - the streaming stores are aligned stores, with the same alignment
+//!   contract (Miri models no cache, so "non-temporal" has nothing to model;
+//!   `super::sfence` stands in for the fence that orders them);
 //! - the gathers read every active lane's address, exactly as `vpgatherdd`
 //!   and `vpgatherdq` do, so Miri checks those addresses;
 //! - the lane arithmetic follows Intel's pseudocode for each instruction.
@@ -13,8 +21,27 @@
 //! Compiled under Miri, and in native test builds for the bit-for-bit check
 //! against the instructions below; the kernels use them only under Miri.
 
-use std::arch::x86_64::{__m256i, __m512, __m512i, __mmask8, __mmask16};
+use std::arch::x86_64::{__m256, __m256i, __m512, __m512i, __mmask8, __mmask16};
 use std::mem::transmute;
+
+/// `vmovntps` of 8 floats: an aligned store of the vector.
+///
+/// # Safety
+/// `mem_addr` writable for 8 floats and 32-byte aligned (the instruction's
+/// contract; the store's alignment makes Miri check it).
+pub unsafe fn _mm256_stream_ps(mem_addr: *mut f32, a: __m256) {
+    // SAFETY: forwarded from the caller.
+    unsafe { mem_addr.cast::<__m256>().write(a) }
+}
+
+/// `vmovntps` of 16 floats: an aligned store of the vector.
+///
+/// # Safety
+/// `mem_addr` writable for 16 floats and 64-byte aligned.
+pub unsafe fn _mm512_stream_ps(mem_addr: *mut f32, a: __m512) {
+    // SAFETY: forwarded from the caller.
+    unsafe { mem_addr.cast::<__m512>().write(a) }
+}
 
 fn f32s(a: __m512) -> [f32; 16] {
     // SAFETY: both are 64 bytes of plain data, every bit pattern valid.
@@ -196,6 +223,10 @@ mod tests {
         out.into_iter().map(|(a, b)| (from_f32s(a), from_f32s(b))).collect()
     }
 
+    /// One cache line, aligned for both streaming stores.
+    #[repr(align(64))]
+    struct Line([f32; 16]);
+
     fn bits<T>(v: T) -> Vec<u8> {
         // SAFETY: reads the plain bytes of a SIMD value.
         unsafe { std::slice::from_raw_parts((&v as *const T).cast::<u8>(), size_of::<T>()).to_vec() }
@@ -207,13 +238,21 @@ mod tests {
             eprintln!("SKIPPED: no AVX-512 here");
             return;
         }
-        // SAFETY: AVX-512F/VL were detected above; the gathers read only
+        // SAFETY: AVX-512F/VL were detected above; the streams write
+        // inside an aligned `Line`, and the gathers read only
         // `table`, at the offsets below.
         unsafe {
             for (a, b) in pairs() {
                 assert_eq!(bits(_mm512_max_ps(a, b)), bits(hw::_mm512_max_ps(a, b)));
                 assert_eq!(bits(_mm512_min_ps(a, b)), bits(hw::_mm512_min_ps(a, b)));
                 assert_eq!(bits(_mm512_cvtps_epi32(a)), bits(hw::_mm512_cvtps_epi32(a)));
+                let (mut ours, mut theirs) = (Line([0.0; 16]), Line([1.0; 16]));
+                _mm512_stream_ps(ours.0.as_mut_ptr(), a);
+                hw::_mm512_stream_ps(theirs.0.as_mut_ptr(), a);
+                _mm256_stream_ps(ours.0.as_mut_ptr().add(8), hw::_mm512_castps512_ps256(b));
+                hw::_mm256_stream_ps(theirs.0.as_mut_ptr().add(8), hw::_mm512_castps512_ps256(b));
+                hw::_mm_sfence();
+                assert_eq!(bits(ours.0), bits(theirs.0));
                 macro_rules! predicates { ($($p:literal)*) => {$(
                     assert_eq!(_mm512_cmp_ps_mask::<$p>(a, b), hw::_mm512_cmp_ps_mask::<$p>(a, b), "predicate {}", $p);
                     assert_eq!(
