@@ -17,35 +17,10 @@
 
 use crate::{Error, Result};
 
-/// Bytes of a cache line: the alignment of [`AlignedVec`].
-pub const CACHE_LINE: usize = 64;
-
-/// A `Vec`-like buffer whose data starts on a cache line (the storage of
-/// [`Tensor`]; use it for feature buffers handed to the ops). It derefs to
-/// a slice; `aligned_vec`'s `AVec` API applies.
-pub type AlignedVec<T> = aligned_vec::AVec<T, aligned_vec::ConstAlign<CACHE_LINE>>;
-
-/// An empty [`AlignedVec`] with room for `len` elements, advised to use
-/// huge pages when large ([`crate::huge_pages`]) before anything touches it.
-fn aligned_with_capacity<T>(len: usize) -> AlignedVec<T> {
-    let v = AlignedVec::<T>::with_capacity(CACHE_LINE, len);
-    crate::huge_pages::advise(v.as_ptr().cast(), len.saturating_mul(size_of::<T>()));
-    v
-}
-
-/// `len` copies of `value` in an [`AlignedVec`].
-pub fn aligned_filled<T: Copy>(len: usize, value: T) -> AlignedVec<T> {
-    let mut v = aligned_with_capacity(len);
-    v.resize(len, value);
-    v
-}
-
-/// A copy of `data` in an [`AlignedVec`].
-pub fn aligned_copy<T: Copy>(data: &[T]) -> AlignedVec<T> {
-    let mut v = aligned_with_capacity(data.len());
-    v.extend_from_slice(data);
-    v
-}
+/// The storage of [`Tensor`] (use it for feature buffers handed to the
+/// ops), and the helpers that allocate it: cache-line aligned, advised for
+/// huge pages when large (`gnnkern_simd::buffer`).
+pub use gnnkern_simd::buffer::{AlignedVec, CACHE_LINE, aligned_copy, aligned_filled};
 
 /// Element types a tensor may hold.
 pub trait Element: Copy + Default + Send + Sync + std::fmt::Debug + 'static {

@@ -17,6 +17,7 @@
 //! writes the graph (`src.bin`, `dst.bin`, int32) so the DGL script
 //! (`perf-reports/ablation/dgl_side_by_side.py`) times the same edges.
 
+use gnnkern_simd::buffer::aligned_filled;
 use gnnkern_simd::isa::{IsaLevel, with_level};
 use gnnkern_simd::kernels::{
     BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs, edge_softmax, prefers_edge_order, sddmm, spmm,
@@ -103,16 +104,6 @@ fn csr(rows: &[i32], cols: &[i32], n: usize) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
     (ptr.into_iter().map(|p| p as i32).collect(), indices, eids)
 }
 
-/// `len` copies of `v`, cache-line aligned (as torch and numpy allocate) and
-/// advised for huge pages like the benchmark suite's tensors, so both measure
-/// the same memory setup.
-fn aligned<T: Copy>(len: usize, v: T) -> aligned_vec::AVec<T> {
-    let mut a = aligned_vec::AVec::<T>::with_capacity(64, len);
-    gnnkern_simd::huge_pages::advise(a.as_ptr().cast(), len * size_of::<T>());
-    a.resize(len, v);
-    a
-}
-
 /// CPU time of all threads of this process, in ns (`/proc/self/task/*/schedstat`).
 /// The development machine is shared and oversubscribed; CPU time is the
 /// fairer measure of work (memory stalls count, waiting for a core does not).
@@ -177,9 +168,9 @@ impl Bench<'_> {
         }
         let plan = BroadcastPlan::new(OperandShape::of::<O>(), lhs_shape, rhs_shape).unwrap();
         let n = self.csr.num_rows();
-        let mut out = aligned(n * plan.out_len, 0f32);
+        let mut out = aligned_filled(n * plan.out_len, 0f32);
         // Max/min write `arg_e`, the one arg output gnnkern's backward reads.
-        let mut ae = aligned(out.len(), 0i32);
+        let mut ae = aligned_filled(out.len(), 0i32);
         let e = self.csr.num_edges() as f64;
         let ms = median_ms(self.reps, || {
             let args = SpmmArgs {
@@ -219,7 +210,7 @@ impl Bench<'_> {
         }
         let plan = BroadcastPlan::new(OperandShape::of::<O>(), shape, shape).unwrap();
         let e = self.csr.num_edges();
-        let mut out = aligned(e * plan.out_len, 0f32);
+        let mut out = aligned_filled(e * plan.out_len, 0f32);
         let csr = if order == SddmmOrder::InCsr { self.csr } else { self.out_csr };
         let ms = median_ms(self.reps, || {
             let args = SddmmArgs {
@@ -247,7 +238,7 @@ impl Bench<'_> {
     /// Edge softmax over `[E, heads]` logits, row-order and two-phase.
     fn softmax(&self, heads: usize, logits: &[f32], dst: EdgeDst<'_, i32>) {
         let e = self.csr.num_edges();
-        let mut out = aligned(e * heads, 0f32);
+        let mut out = aligned_filled(e * heads, 0f32);
         let prefers = prefers_edge_order(self.csr.num_rows(), e, heads, 2 * heads);
         for (variant, dst) in [("row order", None), ("two-phase", Some(dst))] {
             let ms = median_ms(self.reps, || {
@@ -309,9 +300,9 @@ fn run(args: &[String]) {
     let e = src.len();
     let mut rng = Rng(7);
     let dmax = *ds.iter().max().unwrap();
-    let mut x = aligned(n * dmax, 0f32);
+    let mut x = aligned_filled(n * dmax, 0f32);
     x.iter_mut().for_each(|v| *v = rng.unit() as f32 - 0.5);
-    let mut w = aligned(e * 4, 0f32);
+    let mut w = aligned_filled(e * 4, 0f32);
     w.iter_mut().for_each(|v| *v = rng.unit() as f32);
     // The model's choice for the sources at d floats per row (None: plain).
     let budget = cache_budget();
@@ -409,7 +400,7 @@ fn run(args: &[String]) {
     if ops.contains("softmax") {
         let heads: Vec<usize> = get("--softmax-rows", "1,4").split(',').map(|s| s.parse().unwrap()).collect();
         let hmax = *heads.iter().max().unwrap();
-        let mut logits = aligned(e * hmax, 0f32);
+        let mut logits = aligned_filled(e * hmax, 0f32);
         logits.iter_mut().for_each(|v| *v = rng.unit() as f32 * 8.0);
         // SAFETY: `edges` generated every destination below `n`; edge `e`
         // of `dst` is edge `e` of the CSRs built from the same arrays.

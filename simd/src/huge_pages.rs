@@ -6,9 +6,9 @@
 //! every gathered row also walks the page table; with 2 MiB pages the same
 //! matrix needs 256 entries. Linux's default THP mode is `madvise`: only
 //! ranges advised with `MADV_HUGEPAGE` get huge pages. So the large buffers
-//! this project allocates (gnnkern's `Tensor` storage and `aligned_*`
-//! helpers, the edge softmax's node table) are advised before their first
-//! touch, while the page faults can still hand out huge pages.
+//! this project allocates ([`crate::buffer`]: gnnkern's `Tensor` storage,
+//! the edge softmax's node table) are advised before their first touch,
+//! while the page faults can still hand out huge pages.
 //!
 //! Measured on the Zen 4 VM in docs/PERFORMANCE.md ("Huge pages"). Buffers
 //! that callers allocate themselves (DLPack tensors over the C ABI) keep
@@ -65,15 +65,6 @@ pub fn advise(ptr: *const u8, bytes: usize) {
     let _ = (ptr, bytes);
 }
 
-/// `len` zeros, advised for huge pages when large. Large zeroed allocations
-/// come from fresh `mmap`s that nothing has touched yet (calloc skips the
-/// clearing), so the advice still applies to every page.
-pub fn zeroed_f32(len: usize) -> Vec<f32> {
-    let v = vec![0f32; len];
-    advise(v.as_ptr().cast(), len.saturating_mul(4));
-    v
-}
-
 /// Whether the mapping holding `addr` is advised for huge pages (its
 /// `VmFlags` in `/proc/self/smaps` include `hg`); `None` where that file is
 /// unreadable or no mapping holds `addr`. A diagnostic, for tests and users.
@@ -113,8 +104,7 @@ mod tests {
             eprintln!("SKIPPED: THP mode {mode:?} ignores the advice, or GNNKERN_HUGE_PAGES=0");
             return;
         }
-        let mut big = zeroed_f32((16 << 20) / 4);
-        big.iter_mut().for_each(|x| *x = 1.0);
+        let big = crate::buffer::aligned_filled((16 << 20) / 4, 1.0f32);
         assert_eq!(is_advised(big.as_ptr().wrapping_add(big.len() / 2).cast()), Some(true));
         let small = vec![0f32; (MIN_BYTES / 4) - 1024];
         advise(small.as_ptr().cast(), small.len() * 4);

@@ -14,6 +14,7 @@
 //! | [`tuning`] | cache sizes, the traffic model, knobs |
 //! | [`math`] | the vectorised `exp` |
 
+pub mod buffer;
 mod error;
 pub mod huge_pages;
 pub mod index;

@@ -45,6 +45,7 @@
 
 use super::common::{SharedMut, balanced_bounds, num_parts, prefetch_rows};
 use crate::Index;
+use crate::buffer::aligned_filled;
 use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
 use crate::layout::{CsrView, EdgeDst};
@@ -97,7 +98,7 @@ pub fn edge_softmax<I: Index>(
     match edge_order(&csr, dst)? {
         None => drive_rows(RowOrder { csr, x: logits, d, out: SharedMut::new(out), prefetch }),
         Some(dst) => {
-            let mut table = crate::huge_pages::zeroed_f32(n * 2 * d);
+            let mut table = aligned_filled(n * 2 * d, 0f32);
             drive_rows(MaxSum { csr, x: logits, d, table: SharedMut::new(&mut table), prefetch });
             drive_edges(Normalize { dst, x: logits, d, table: &table, out: SharedMut::new(out), prefetch });
         }
@@ -123,7 +124,7 @@ pub fn edge_softmax_backward<I: Index>(
     match edge_order(&csr, dst)? {
         None => drive_rows(RowOrderBackward { csr, y, g, d, out: SharedMut::new(grad_logits), prefetch }),
         Some(dst) => {
-            let mut table = crate::huge_pages::zeroed_f32(n * d);
+            let mut table = aligned_filled(n * d, 0f32);
             drive_rows(RowDot { csr, y, g, d, table: SharedMut::new(&mut table), prefetch });
             drive_edges(Gradient { dst, y, g, d, table: &table, out: SharedMut::new(grad_logits), prefetch });
         }
