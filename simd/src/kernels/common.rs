@@ -294,8 +294,9 @@ pub(crate) fn widest_gathered_row(operands: [(bool, usize); 2]) -> usize {
 /// mid-line may leave its last line to the demand miss; computing the exact
 /// line count instead (a shift, a subtraction and a variable trip count per
 /// row and array) made the 1-head edge softmax, whose rows are 4 bytes, 40 %
-/// slower (164-173 -> 232-244 ms, uniform 2^20 / 2^24, 2026-11-26). The kernels'
-/// own buffers start on lines (`crate::buffer`). Prefetches never fault,
+/// slower (164-173 -> 232-244 ms, uniform 2^20 / 2^24, 2026-11-26;
+/// perf-reports/ablation/2026-11-26_zen5_softmax-table-alignment.tsv). The
+/// kernels' own buffers start on lines (`crate::buffer`). Prefetches never fault,
 /// whatever the address.
 #[inline(always)]
 pub(crate) fn prefetch_rows<S: Simd>(s: S, rows: &[*const f32], first: usize, len: usize) {

@@ -36,7 +36,7 @@ use crate::backend::{BackendChoice, target_rows};
 use crate::graph::Graph;
 use crate::ops::Exec;
 use crate::spec::{SddmmSpec, SpmmSpec};
-use crate::tensor::{TensorMut, TensorRef};
+use crate::tensor::{TensorMut, TensorRef, aligned_filled};
 use crate::{Error, Index, Result};
 use gnnkern_simd::dispatch_binary_op;
 use gnnkern_simd::layout::BroadcastPlan;
@@ -238,7 +238,8 @@ impl Exec {
         let g = if spec.reduce == ReduceKind::Mean {
             let inv: Vec<f32> =
                 graph.in_degrees().into_iter().map(|d| if d == 0 { 0.0 } else { (1.0 / d as f64) as f32 }).collect();
-            let mut s = vec![0f32; grad_out.data().len()];
+            // Line-aligned: the reverse-graph pull gathers these rows at random.
+            let mut s = aligned_filled(grad_out.data().len(), 0f32);
             dense::scale_rows(grad_out.data(), &inv, &mut s, checked.plan.out_len);
             scaled = s;
             &scaled[..]

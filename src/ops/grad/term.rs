@@ -30,7 +30,7 @@ use crate::backend::target_rows;
 use crate::graph::Graph;
 use crate::ops::{Exec, SddmmIo, SpmmIo};
 use crate::spec::{SddmmSpec, SpmmSpec};
-use crate::tensor::{TensorMut, TensorRef};
+use crate::tensor::{TensorMut, TensorRef, aligned_filled};
 use crate::{Index, Result};
 use gnnkern_simd::layout::{BroadcastPlan, OperandShape};
 use gnnkern_simd::op::{BinaryOpKind, ReduceKind, Target};
@@ -155,7 +155,8 @@ impl Exec {
                     // Copy of a node-placed G: reduce G per node first, then copy it to edges.
                     (Target::Edge, Factor::Copy, g_target) => {
                         let g_rows = target_rows(graph, g_target);
-                        let mut reduced = vec![0f32; g_rows * feat_len];
+                        // Line-aligned: the edge pass below gathers these rows at random.
+                        let mut reduced = aligned_filled(g_rows * feat_len, 0f32);
                         dense::reduce_rows(term.g.data, &map, &mut reduced, feat_len);
                         let pre = Term {
                             factor: Factor::Copy,
@@ -173,7 +174,8 @@ impl Exec {
                     // Node gradients: the full message sum into a node-sized scratch, then reduce.
                     _ => {
                         let msg_len: usize = msg.iter().product();
-                        let mut scratch = vec![0f32; rows * msg_len];
+                        // Line-aligned like any g-SpMM output: full rows are streamed only when aligned.
+                        let mut scratch = aligned_filled(rows * msg_len, 0f32);
                         self.message_sum(graph, term, term.g.feat, p_feat, false, &msg, &mut scratch)?;
                         dense::reduce_rows(&scratch, &map, grad, feat_len);
                         Ok(())
