@@ -34,4 +34,6 @@ pub use gnnkern_simd::op;
 pub use graph::Graph;
 pub use ops::{Exec, Gradients, SddmmBackwardIo, SddmmIo, SpmmBackwardIo, SpmmGradInputs, SpmmIo, SpmmOutput, Wanted};
 pub use spec::{SddmmSpec, SpmmSpec};
-pub use tensor::{AlignedVec, CACHE_LINE, Element, Tensor, TensorMut, TensorRef, aligned_copy, aligned_filled};
+pub use tensor::{
+    AlignedVec, CACHE_LINE, Element, Tensor, TensorMut, TensorRef, aligned_copy, aligned_filled, aligned_with_capacity,
+};

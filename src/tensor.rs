@@ -20,7 +20,7 @@ use crate::{Error, Result};
 /// The storage of [`Tensor`] (use it for feature buffers handed to the
 /// ops), and the helpers that allocate it: cache-line aligned, advised for
 /// huge pages when large (`gnnkern_simd::buffer`).
-pub use gnnkern_simd::buffer::{AlignedVec, CACHE_LINE, aligned_copy, aligned_filled};
+pub use gnnkern_simd::buffer::{AlignedVec, CACHE_LINE, aligned_copy, aligned_filled, aligned_with_capacity};
 
 /// Element types a tensor may hold.
 pub trait Element: Copy + Default + Send + Sync + std::fmt::Debug + 'static {

@@ -42,7 +42,7 @@ fn time<F: FnMut()>(name: &str, flop: f64, mut f: F) {
 
 /// A deterministic `rows × cols` matrix of values in [0, 1).
 fn filled(rows: usize, cols: usize) -> Mat {
-    Mat::from_vec(rows, cols, (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 * 1e-3).collect())
+    Mat::from_values(rows, cols, (0..rows * cols).map(|i| ((i * 7919) % 1000) as f32 * 1e-3))
 }
 
 fn main() -> Result<(), Box<dyn Error>> {

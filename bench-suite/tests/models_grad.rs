@@ -14,7 +14,7 @@ use gnnkern_bench::models::sparse::G;
 use gnnkern_bench::models::{Ctx, Mat};
 
 fn random_mat(rows: usize, cols: usize, rng: &mut Rng) -> Mat {
-    Mat::from_vec(rows, cols, (0..rows * cols).map(|_| rng.normal()).collect())
+    Mat::from_values(rows, cols, (0..rows * cols).map(|_| rng.normal()))
 }
 
 /// 6 nodes: self-loop on 1, duplicate edge 0->2, node 5 has no in-edges.
@@ -35,7 +35,7 @@ fn tiny_block() -> G {
 fn loss_of(layer: &mut dyn Conv, g: &G, x: &Mat, r: &Mat) -> f64 {
     let mut ctx = Ctx::new(Exec::default(), 11);
     let out = layer.forward(&mut ctx, g, x).unwrap();
-    out.data.iter().zip(&r.data).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
+    out.data.iter().zip(r.data.iter()).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
 }
 
 fn close(analytic: f32, numeric: f64, what: &str) {
@@ -67,7 +67,7 @@ fn check_conv(mut layer: Box<dyn Conv>, g: &G, in_dim: usize, seed: u64) {
         let lm = loss_of(layer.as_mut(), g, &xp, &r);
         close(dx.data[i], (lp - lm) / (2.0 * f64::from(eps)), &format!("dx[{i}]"));
     }
-    let grads: Vec<Vec<f32>> = layer.params().iter().map(|p| p.grad.data.clone()).collect();
+    let grads: Vec<Vec<f32>> = layer.params().iter().map(|p| p.grad.data.to_vec()).collect();
     let mut checked = 0;
     for (pi, grad) in grads.iter().enumerate() {
         for (i, &gv) in grad.iter().enumerate() {
@@ -144,7 +144,7 @@ fn model_gradients() {
         let (_, grad) = cross_entropy(&logits, &labels, &rows);
         net.params().into_iter().for_each(|p| p.zero_grad());
         net.backward(&mut ctx, &graphs, &x, grad).unwrap();
-        let grads: Vec<Vec<f32>> = net.params().iter().map(|p| p.grad.data.clone()).collect();
+        let grads: Vec<Vec<f32>> = net.params().iter().map(|p| p.grad.data.to_vec()).collect();
         let eps = 2e-3f32;
         for (pi, grad) in grads.iter().enumerate() {
             for (i, &gv) in grad.iter().enumerate() {
@@ -170,14 +170,14 @@ fn batch_norm_gradients() {
     let r = random_mat(7, 3, &mut rng);
     for training in [true, false] {
         let mut bn = BatchNorm::new(3);
-        bn.gamma.value.data = vec![1.2, 0.7, -0.4];
-        bn.beta.value.data = vec![0.1, -0.2, 0.3];
+        bn.gamma.value = Mat::from_slice(1, 3, &[1.2, 0.7, -0.4]);
+        bn.beta.value = Mat::from_slice(1, 3, &[0.1, -0.2, 0.3]);
         bn.running_mean = vec![0.3, -0.1, 0.2];
         bn.running_var = vec![0.5, 2.0, 1.5];
         let loss = |bn: &BatchNorm, x: &Mat| -> f64 {
             // A clone, so the probe does not move the running statistics.
             let y = bn.clone().forward(x, training);
-            y.data.iter().zip(&r.data).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
+            y.data.iter().zip(r.data.iter()).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
         };
         let mut probe = bn.clone();
         probe.forward(&x, training);
@@ -212,7 +212,7 @@ fn batch_norm_gradients() {
 fn batch_norm_running_statistics() {
     // Column 0: 1, 2, 3, 6 (mean 3, biased variance 3.5, unbiased 14/3);
     // column 1 constant 5 (variance 0).
-    let x = Mat::from_vec(4, 2, vec![1.0, 5.0, 2.0, 5.0, 3.0, 5.0, 6.0, 5.0]);
+    let x = Mat::from_slice(4, 2, &[1.0, 5.0, 2.0, 5.0, 3.0, 5.0, 6.0, 5.0]);
     let mut bn = BatchNorm::new(2);
     let y = bn.forward(&x, true);
     let approx = |a: f32, b: f64, what: &str| assert!((f64::from(a) - b).abs() < 1e-5, "{what}: {a} vs {b}");
@@ -228,13 +228,13 @@ fn batch_norm_running_statistics() {
     approx(bn.running_mean[0], 0.9 * 0.3 + 0.1 * 3.0, "running mean after two steps");
     // Evaluation: normalise with the running statistics, which stay put.
     let (rm, rv) = (bn.running_mean.clone(), bn.running_var.clone());
-    let single = Mat::from_vec(1, 2, vec![4.0, 5.0]);
+    let single = Mat::from_slice(1, 2, &[4.0, 5.0]);
     let y = bn.forward(&single, false);
     assert_eq!((bn.running_mean.clone(), bn.running_var.clone()), (rm.clone(), rv.clone()));
     approx(y.row(0)[0], (4.0 - f64::from(rm[0])) / (f64::from(rv[0]) + 1e-5).sqrt(), "eval output 0");
     approx(y.row(0)[1], (5.0 - f64::from(rm[1])) / (f64::from(rv[1]) + 1e-5).sqrt(), "eval output 1");
     // In evaluation mode a row's output does not depend on its batch.
-    let batch = Mat::from_vec(2, 2, vec![4.0, 5.0, -7.0, 1.0]);
+    let batch = Mat::from_slice(2, 2, &[4.0, 5.0, -7.0, 1.0]);
     assert_eq!(bn.forward(&batch, false).row(0), y.row(0));
 }
 
@@ -270,8 +270,9 @@ fn lgnn_gradients() {
     let loss = |layer: &mut LgnnLayer, x: &Mat, y: &Mat| -> f64 {
         let mut ctx = Ctx::new(Exec::default(), 1);
         let (ox, oy) = layer.forward(&mut ctx, &gs, x, y).unwrap();
-        let dot =
-            |a: &Mat, b: &Mat| a.data.iter().zip(&b.data).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum::<f64>();
+        let dot = |a: &Mat, b: &Mat| {
+            a.data.iter().zip(b.data.iter()).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum::<f64>()
+        };
         dot(&ox, &rx) + dot(&oy, &ry)
     };
     let mut ctx = Ctx::new(Exec::default(), 1);
@@ -291,7 +292,7 @@ fn lgnn_gradients() {
             close(grad.data[i], (lp - lm) / (2.0 * f64::from(eps)), &format!("lgnn d{}[{i}]", ["x", "y"][which]));
         }
     }
-    let grads: Vec<Vec<f32>> = layer.params().iter().map(|p| p.grad.data.clone()).collect();
+    let grads: Vec<Vec<f32>> = layer.params().iter().map(|p| p.grad.data.to_vec()).collect();
     for (pi, grad) in grads.iter().enumerate() {
         for (i, &gv) in grad.iter().enumerate() {
             let orig = layer.params()[pi].value.data[i];
@@ -317,7 +318,7 @@ fn lgnn_gradients() {
     let (_, grad) = permutation_loss(&logits, &labels, 2);
     model.params().into_iter().for_each(|p| p.zero_grad());
     model.backward(&mut ctx, &gs, &grad).unwrap();
-    let grads: Vec<Vec<f32>> = model.params().iter().map(|p| p.grad.data.clone()).collect();
+    let grads: Vec<Vec<f32>> = model.params().iter().map(|p| p.grad.data.to_vec()).collect();
     for (pi, grad) in grads.iter().enumerate().step_by(3) {
         for (i, &gv) in grad.iter().enumerate().take(4) {
             let orig = model.params()[pi].value.data[i];

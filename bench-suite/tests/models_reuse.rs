@@ -14,7 +14,7 @@ use gnnkern_bench::models::sparse::G;
 use gnnkern_bench::models::{Ctx, Mat};
 
 fn random_mat(rows: usize, cols: usize, rng: &mut Rng) -> Mat {
-    Mat::from_vec(rows, cols, (0..rows * cols).map(|_| rng.normal()).collect())
+    Mat::from_values(rows, cols, (0..rows * cols).map(|_| rng.normal()))
 }
 
 /// 40 nodes, a ring plus seeded random edges (duplicates and self-loops
@@ -42,10 +42,10 @@ fn pass(net: &mut Net, ctx: &mut Ctx, graphs: &[&G], x: &Mat, labels: &[i32]) ->
     net.params().into_iter().for_each(|p| p.zero_grad());
     let logits = net.forward(ctx, graphs, x).unwrap();
     let (_, grad) = cross_entropy(&logits, labels, &rows);
-    let out = logits.data.clone();
+    let out = logits.data.to_vec();
     ctx.recycle(logits);
     net.backward(ctx, graphs, x, grad).unwrap();
-    (out, net.params().iter().map(|p| p.grad.data.clone()).collect())
+    (out, net.params().iter().map(|p| p.grad.data.to_vec()).collect())
 }
 
 /// A context whose pool holds NaN buffers of every length up to `max_len`
@@ -53,7 +53,7 @@ fn pass(net: &mut Net, ctx: &mut Ctx, graphs: &[&G], x: &Mat, labels: &[i32]) ->
 fn poisoned_ctx(max_len: usize) -> Ctx {
     let mut ctx = Ctx::new(Exec::default(), 3);
     for len in (1..=max_len).step_by(7) {
-        ctx.recycle_buf(vec![f32::NAN; len]);
+        ctx.recycle_buf(gnnkern::aligned_filled(len, f32::NAN));
     }
     ctx
 }

@@ -1,7 +1,8 @@
 //! Cache-line aligned buffers, advised for huge pages when large.
 //!
 //! Every buffer this project allocates for the kernels (gnnkern's `Tensor`
-//! storage, the edge softmax's node table, the benchmarks' operands) comes
+//! storage, the edge softmax's node table, the gradients' scratch, the
+//! benchmarks' operands and the model suite's tensors) comes
 //! from here, because the kernels count on line-aligned rows. A row that
 //! starts mid-line costs a line more whenever its length is not a multiple
 //! of the offset's complement: a 128-byte feature row (d = 32) at 16 bytes
@@ -23,7 +24,7 @@ pub type AlignedVec<T> = AVec<T, ConstAlign<CACHE_LINE>>;
 
 /// An empty [`AlignedVec`] with room for `len` elements, advised to use
 /// huge pages when large ([`crate::huge_pages`]) before anything touches it.
-fn with_capacity<T>(len: usize) -> AlignedVec<T> {
+pub fn aligned_with_capacity<T>(len: usize) -> AlignedVec<T> {
     let v = AlignedVec::<T>::with_capacity(CACHE_LINE, len);
     crate::huge_pages::advise(v.as_ptr().cast(), len.saturating_mul(size_of::<T>()));
     v
@@ -31,14 +32,14 @@ fn with_capacity<T>(len: usize) -> AlignedVec<T> {
 
 /// `len` copies of `value` in an [`AlignedVec`].
 pub fn aligned_filled<T: Copy>(len: usize, value: T) -> AlignedVec<T> {
-    let mut v = with_capacity(len);
+    let mut v = aligned_with_capacity(len);
     v.resize(len, value);
     v
 }
 
 /// A copy of `data` in an [`AlignedVec`].
 pub fn aligned_copy<T: Copy>(data: &[T]) -> AlignedVec<T> {
-    let mut v = with_capacity(data.len());
+    let mut v = aligned_with_capacity(data.len());
     v.extend_from_slice(data);
     v
 }

@@ -59,7 +59,7 @@ impl BatchNorm {
     /// `gamma = 1`, `beta = 0`, running mean 0 and variance 1.
     pub fn new(channels: usize) -> Self {
         Self {
-            gamma: Param::new(Mat::from_vec(1, channels, vec![1.0; channels])),
+            gamma: Param::new(Mat::from_values(1, channels, std::iter::repeat_n(1.0, channels))),
             beta: Param::zeros(1, channels),
             running_mean: vec![0.0; channels],
             running_var: vec![1.0; channels],

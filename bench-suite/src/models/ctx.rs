@@ -3,8 +3,8 @@
 //! and dense ops, and the pool that recycles tensor buffers across passes
 //! and epochs.
 
-use super::Mat;
 use super::pool::BufferPool;
+use super::{Buf, Mat};
 use gnnkern::Exec;
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ impl Ctx {
     }
 
     /// A `len`-element buffer from the pool, contents unspecified.
-    pub fn buf(&mut self, len: usize) -> Vec<f32> {
+    pub fn buf(&mut self, len: usize) -> Buf {
         self.pool.take(len)
     }
 
@@ -56,7 +56,7 @@ impl Ctx {
     }
 
     /// Hands a buffer back to the pool.
-    pub fn recycle_buf(&mut self, v: Vec<f32>) {
+    pub fn recycle_buf(&mut self, v: Buf) {
         self.pool.give(v);
     }
 

@@ -49,13 +49,13 @@ impl Task {
         let mut rng = Rng::new(seed ^ 0xfea7);
         let features = match &ds.feat {
             Some(f) => {
-                let mut m = Mat::from_vec(n, f.dim, f.data.clone());
+                let mut m = Mat::from_slice(n, f.dim, &f.data);
                 if normalize {
                     row_normalize(&mut m);
                 }
                 m
             }
-            None => Mat::from_vec(n, GENERATED_FEAT_DIM, (0..n * GENERATED_FEAT_DIM).map(|_| rng.normal()).collect()),
+            None => Mat::from_values(n, GENERATED_FEAT_DIM, (0..n * GENERATED_FEAT_DIM).map(|_| rng.normal())),
         };
         let has_split = ds.train.is_some() && ds.test.is_some();
         let real_labels = ds.labels.is_some() && has_split;

@@ -8,14 +8,27 @@
 //! and a column stride per operand, so a transposed operand is the same
 //! memory with the strides swapped: no copies.
 
+use gnnkern::{AlignedVec, CACHE_LINE, aligned_copy, aligned_filled, aligned_with_capacity};
 use rayon::prelude::*;
 
+/// Storage of activations, gradients and edge tensors: it starts on a cache
+/// line, because the kernels gather rows of it at random (`gnnkern`'s
+/// `buffer` rule; a `Vec` from glibc starts 16 bytes into a line).
+pub type Buf = AlignedVec<f32>;
+
 /// A row-major `rows × cols` matrix.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Mat {
     pub rows: usize,
     pub cols: usize,
-    pub data: Vec<f32>,
+    pub data: Buf,
+}
+
+impl Default for Mat {
+    /// The empty `0 × 0` matrix.
+    fn default() -> Self {
+        Self { rows: 0, cols: 0, data: Buf::new(CACHE_LINE) }
+    }
 }
 
 /// Elementwise loops switch to rayon above this many elements (below it the
@@ -28,13 +41,27 @@ const GEMM_PAR_MIN: usize = 1 << 18;
 impl Mat {
     /// A zero matrix.
     pub fn zeros(rows: usize, cols: usize) -> Self {
-        Self { rows, cols, data: vec![0.0; rows * cols] }
+        Self { rows, cols, data: aligned_filled(rows * cols, 0.0) }
     }
 
     /// Wraps `data` (`rows·cols` elements, checked).
-    pub fn from_vec(rows: usize, cols: usize, data: Vec<f32>) -> Self {
+    pub fn from_vec(rows: usize, cols: usize, data: Buf) -> Self {
         assert_eq!(data.len(), rows * cols, "Mat::from_vec: {rows}x{cols} needs {} elements", rows * cols);
         Self { rows, cols, data }
+    }
+
+    /// A copy of `data` (`rows·cols` elements, checked).
+    pub fn from_slice(rows: usize, cols: usize, data: &[f32]) -> Self {
+        Self::from_vec(rows, cols, aligned_copy(data))
+    }
+
+    /// The matrix of `values` in row-major order (`rows·cols` of them, checked).
+    pub fn from_values(rows: usize, cols: usize, values: impl IntoIterator<Item = f32>) -> Self {
+        let mut data = aligned_with_capacity(rows * cols);
+        for x in values {
+            data.push(x);
+        }
+        Self::from_vec(rows, cols, data)
     }
 
     /// Row `i`.
@@ -284,8 +311,7 @@ impl Param {
         rng: &mut crate::models::rng::Rng,
     ) -> Self {
         let a = gain * (6.0 / (fan_in + fan_out) as f32).sqrt();
-        let data = (0..rows * cols).map(|_| (2.0 * rng.uniform() - 1.0) * a).collect();
-        Self::new(Mat::from_vec(rows, cols, data))
+        Self::new(Mat::from_values(rows, cols, (0..rows * cols).map(|_| (2.0 * rng.uniform() - 1.0) * a)))
     }
 
     /// A zero-initialised parameter (biases).
@@ -311,9 +337,11 @@ impl Linear {
     /// torch's default init: weight and bias `U(-1/√in, 1/√in)`.
     pub fn new(input: usize, output: usize, rng: &mut crate::models::rng::Rng) -> Self {
         let bound = 1.0 / (input.max(1) as f32).sqrt();
-        let mut draw = |n: usize| (0..n).map(|_| (2.0 * rng.uniform() - 1.0) * bound).collect::<Vec<f32>>();
-        let weight = Param::new(Mat::from_vec(input, output, draw(input * output)));
-        let bias = Param::new(Mat::from_vec(1, output, draw(output)));
+        let mut draw = |rows: usize, cols: usize| {
+            Mat::from_values(rows, cols, (0..rows * cols).map(|_| (2.0 * rng.uniform() - 1.0) * bound))
+        };
+        let weight = Param::new(draw(input, output));
+        let bias = Param::new(draw(1, output));
         Self { weight, bias }
     }
 

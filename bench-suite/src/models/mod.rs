@@ -38,5 +38,5 @@ mod error;
 mod pool;
 
 pub use ctx::{Ctx, Profile};
-pub use dense::{Mat, Param};
+pub use dense::{Buf, Mat, Param};
 pub use error::{ModelError, Result};

@@ -18,6 +18,14 @@
 //! [`HEADROOM`] extra capacity: untouched capacity costs address space only
 //! (pages fault in when written), and it lets the next mini-batch's
 //! slightly larger tensor reuse the buffer.
+//!
+//! Buffers start on a cache line ([`Buf`]): the kernels gather activation
+//! rows at random, and a row that starts mid-line (glibc's `malloc` returns
+//! large blocks 16 bytes into one) costs an extra line per gather whenever
+//! its length is not a multiple of the offset's complement.
+
+use super::Buf;
+use gnnkern::aligned_with_capacity;
 
 /// Extra capacity reserved by a new buffer, as a fraction (1/4) of its length.
 const HEADROOM: usize = 4;
@@ -25,14 +33,14 @@ const HEADROOM: usize = 4;
 /// A free list of `f32` buffers.
 #[derive(Debug, Default)]
 pub struct BufferPool {
-    free: Vec<Vec<f32>>,
+    free: Vec<Buf>,
 }
 
 impl BufferPool {
     /// A buffer of `len` elements whose contents are unspecified (whatever
     /// an earlier user left, or zeros): callers overwrite every element.
-    pub fn take(&mut self, len: usize) -> Vec<f32> {
-        let fits = |v: &Vec<f32>| v.capacity() >= len && v.capacity() <= len.saturating_add(len / 2).max(1);
+    pub fn take(&mut self, len: usize) -> Buf {
+        let fits = |v: &Buf| v.capacity() >= len && v.capacity() <= len.saturating_add(len / 2).max(1);
         let best = (0..self.free.len()).filter(|&i| fits(&self.free[i])).min_by_key(|&i| self.free[i].capacity());
         let mut v = match best {
             Some(i) => self.free.swap_remove(i),
@@ -43,7 +51,7 @@ impl BufferPool {
                 if let Some(i) = outgrown {
                     self.free.swap_remove(i);
                 }
-                Vec::with_capacity(len + len / HEADROOM)
+                aligned_with_capacity(len + len / HEADROOM)
             }
         };
         if v.len() >= len {
@@ -55,7 +63,7 @@ impl BufferPool {
     }
 
     /// Returns `v` to the pool.
-    pub fn give(&mut self, v: Vec<f32>) {
+    pub fn give(&mut self, v: Buf) {
         if v.capacity() > 0 {
             self.free.push(v);
         }
@@ -83,6 +91,7 @@ mod tests {
         let v = pool.take(90);
         assert_eq!(v.len(), 90);
         assert_eq!(v.as_ptr(), small_ptr);
+        assert_eq!(v.as_ptr() as usize % gnnkern::CACHE_LINE, 0);
         // The large buffer holds 1250 (1000 plus headroom): a request of
         // 900 fits it (at most 1.5 times the request).
         let w = pool.take(900);

@@ -11,7 +11,7 @@
 //!   `da = u_dot_v(x, dy)` on `G`;
 //! - `u_add_v(l, r)`      ⟶ `dl = copy_e_sum` on `Gᵀ`, `dr = copy_e_sum` on `G`.
 
-use super::{Ctx, Mat, Result};
+use super::{Buf, Ctx, Mat, Result};
 use gnnkern::{Graph, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, TensorMut, TensorRef};
 
 /// The graph type of the model suite (32-bit ids).
@@ -24,7 +24,7 @@ fn spmm(
     lhs: Option<(&[f32], &[usize])>,
     rhs: Option<(&[f32], &[usize])>,
     out_feat: &[usize],
-) -> Result<Vec<f32>> {
+) -> Result<Buf> {
     let spec = SpmmSpec::from_name(name)?;
     let mut out_shape = vec![g.num_dst()];
     out_shape.extend_from_slice(out_feat);
@@ -43,7 +43,7 @@ fn sddmm(
     lhs: (&[f32], &[usize]),
     rhs: Option<(&[f32], &[usize])>,
     out_feat: &[usize],
-) -> Result<Vec<f32>> {
+) -> Result<Buf> {
     let spec = SddmmSpec::from_name(name)?;
     let mut out_shape = vec![g.num_edges()];
     out_shape.extend_from_slice(out_feat);
@@ -95,14 +95,14 @@ pub fn u_mul_e_sum(ctx: &mut Ctx, g: &G, x: &Mat, heads: usize, a: &[f32]) -> Re
 }
 
 /// `out[e, h] = l[u, h] + r[v, h]` for `e = (u, v)`.
-pub fn u_add_v(ctx: &mut Ctx, g: &G, l: &Mat, r: &Mat) -> Result<Vec<f32>> {
+pub fn u_add_v(ctx: &mut Ctx, g: &G, l: &Mat, r: &Mat) -> Result<Buf> {
     let ls = [l.rows, l.cols];
     let rs = [r.rows, r.cols];
     sddmm(ctx, g, "u_add_v", (&l.data, &ls), Some((&r.data, &rs)), &[l.cols])
 }
 
 /// `out[e, h] = ⟨x[u, h, :], y[v, h, :]⟩` with `x`, `y` `[N, H, D]`.
-pub fn u_dot_v(ctx: &mut Ctx, g: &G, x: &Mat, y: &Mat, heads: usize) -> Result<Vec<f32>> {
+pub fn u_dot_v(ctx: &mut Ctx, g: &G, x: &Mat, y: &Mat, heads: usize) -> Result<Buf> {
     let d = x.cols / heads;
     let xs = [x.rows, heads, d];
     let ys = [y.rows, heads, d];
@@ -117,7 +117,7 @@ pub fn copy_e_sum(ctx: &mut Ctx, g: &G, w: &[f32], heads: usize) -> Result<Mat> 
 }
 
 /// Softmax of `[E, H]` logits over each destination's in-edges.
-pub fn edge_softmax(ctx: &mut Ctx, g: &G, logits: &[f32], heads: usize) -> Result<Vec<f32>> {
+pub fn edge_softmax(ctx: &mut Ctx, g: &G, logits: &[f32], heads: usize) -> Result<Buf> {
     let shape = [g.num_edges(), heads];
     let mut out = ctx.buf(logits.len());
     let l = TensorRef::new(logits, &shape)?;
@@ -127,7 +127,7 @@ pub fn edge_softmax(ctx: &mut Ctx, g: &G, logits: &[f32], heads: usize) -> Resul
 }
 
 /// Gradient of [`edge_softmax`] from its output `y` and output gradient.
-pub fn edge_softmax_backward(ctx: &mut Ctx, g: &G, y: &[f32], grad: &[f32], heads: usize) -> Result<Vec<f32>> {
+pub fn edge_softmax_backward(ctx: &mut Ctx, g: &G, y: &[f32], grad: &[f32], heads: usize) -> Result<Buf> {
     let shape = [g.num_edges(), heads];
     let mut out = ctx.buf(y.len());
     let yv = TensorRef::new(y, &shape)?;

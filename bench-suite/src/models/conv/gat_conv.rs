@@ -16,12 +16,13 @@
 //! dense chain back through `el`, `er` and `W`.
 
 use super::{Conv, G};
-use crate::models::dense::{Mat, Param, matmul_into};
+use crate::models::dense::{Buf, Mat, Param, matmul_into};
 use crate::models::dropout::Dropout;
 use crate::models::nn::{leaky_relu, leaky_relu_backward};
 use crate::models::rng::Rng;
 use crate::models::sparse::{copy_e_sum, edge_softmax, edge_softmax_backward, u_add_v, u_dot_v, u_mul_e_sum};
 use crate::models::{Ctx, Result};
+use gnnkern::CACHE_LINE;
 use rayon::prelude::*;
 
 /// LeakyReLU slope of the attention logits.
@@ -40,11 +41,11 @@ pub struct GatConv {
     salt: u64,
     // Cached by forward.
     feat: Mat,
-    logits: Vec<f32>,
-    alpha: Vec<f32>,
+    logits: Buf,
+    alpha: Buf,
     /// `alpha` after attention dropout, and that dropout (its mask is
     /// regenerated in backward); empty and `None` without dropout.
-    alpha_dropped: Vec<f32>,
+    alpha_dropped: Buf,
     drop: Option<Dropout>,
 }
 
@@ -111,9 +112,9 @@ impl GatConv {
             attn_drop,
             salt,
             feat: Mat::default(),
-            logits: Vec::new(),
-            alpha: Vec::new(),
-            alpha_dropped: Vec::new(),
+            logits: Buf::new(CACHE_LINE),
+            alpha: Buf::new(CACHE_LINE),
+            alpha_dropped: Buf::new(CACHE_LINE),
             drop: None,
         }
     }
@@ -140,7 +141,7 @@ impl Conv for GatConv {
                 ctx.dense(|| d.apply_into(&alpha, &mut a));
                 a
             }
-            None => Vec::new(),
+            None => Buf::new(CACHE_LINE),
         };
         let used = if drop.is_some() { &alpha_dropped } else { &alpha };
         let mut out = u_mul_e_sum(ctx, g, &feat, h, used)?;

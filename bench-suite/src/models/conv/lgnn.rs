@@ -55,7 +55,7 @@ impl LgnnGraphs {
         }
         let m = g.num_edges();
         let lg = G::from_coo(m, m, ls, ld)?;
-        let col = |d: Vec<usize>| Mat::from_vec(d.len(), 1, d.into_iter().map(|x| x as f32).collect());
+        let col = |d: Vec<usize>| Mat::from_values(d.len(), 1, d.into_iter().map(|x| x as f32));
         let (deg_g, deg_lg) = (col(g.in_degrees()), col(lg.in_degrees()));
         Ok(Self { g, lg, deg_g, deg_lg })
     }

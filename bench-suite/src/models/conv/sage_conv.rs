@@ -174,7 +174,7 @@ impl Conv for SageConv {
                 ctx.sparse(|_| {
                     dpool.data.fill(0.0);
                     let c = dpool.cols;
-                    for (i, (&a, &gv)) in self.arg.iter().zip(&dagg.data).enumerate() {
+                    for (i, (&a, &gv)) in self.arg.iter().zip(dagg.data.iter()).enumerate() {
                         if a >= 0 {
                             dpool.data[a as usize * c + i % c] += gv;
                         }
