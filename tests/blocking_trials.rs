@@ -3,10 +3,11 @@
 //! blocked, blocked, plain, blocked, and every later call runs the pass the
 //! timings chose; the
 //! result never depends on which pass ran. The same for edge softmax's
-//! row-order and two-phase schemes.
+//! row-order and two-phase schemes, and for g-SDDMM's plain and streamed
+//! stores.
 //!
 //! The model only nominates blocking when the gathered rows exceed the
-//! cache budget, so this binary shrinks the budget to 64 KiB with
+//! cache budget, so this binary shrinks the budget to 256 KiB with
 //! `GNNKERN_LLC_BYTES` before the first kernel call (it holds one test so
 //! nothing reads the budget earlier).
 
@@ -59,6 +60,18 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         any_kept |= blocked(&passes[6]);
         assert_eq!(cache_bytes(&g) > 0, any_kept, "{name}: layout cached iff a signature kept it ({passes:?})");
     }
+
+    // g-SDDMM with vector messages: an [E, d] output (41 MB) above the
+    // budget nominates streamed stores against plain ones, and no blocking
+    // although the gathered source rows exceed the budget too.
+    let u_add_v = || {
+        let mut out = Tensor::zeros(&[e, d]).unwrap();
+        let io = SddmmIo { lhs: Some(x.view()), rhs: Some(x.view()), out: out.view_mut() };
+        simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Add, Target::Src, Target::Dst), io).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_add_v()).collect();
+    assert_trial("u_add_v", &calls, PassKind::Plain, |p| *p == PassKind::Streamed);
 
     // Edge softmax: [E, 4] logits (5 MiB) exceed the budget, so the model
     // nominates the two-phase scheme; calls 1-6 follow the trial schedule,

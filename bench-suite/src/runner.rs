@@ -163,6 +163,7 @@ fn time_op<I: Index>(
             OpFamily::Spmm(_) | OpFamily::Sddmm(_) | OpFamily::EdgeSoftmax | OpFamily::EdgeSoftmaxBackward,
         ) => gnnkern::backend::simd::last_pass().map(|p| match p {
             PassKind::Plain => "plain".to_string(),
+            PassKind::Streamed => "streamed".to_string(),
             PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
             PassKind::RowOrder => "row-order".to_string(),
             PassKind::TwoPhase => "two-phase".to_string(),
@@ -330,10 +331,11 @@ fn summarize(s: Summary<'_>) -> OpResult {
     }
 }
 
-/// The bytes gnnkern's plain or row-order pass moves through a cache of
-/// this machine's size (`traversal.rs`); `None` for other passes.
+/// The bytes gnnkern's plain, streamed or row-order pass moves through a
+/// cache of this machine's size (`traversal.rs`, which charges a write no
+/// read for ownership, as a streamed store); `None` for other passes.
 fn traversal(graph: &BenchGraph, req: &OpRequest, shapes: &OpShapes, pass: Option<&str>) -> Option<u64> {
-    if !matches!(pass, Some("plain" | "row-order")) {
+    if !matches!(pass, Some("plain" | "streamed" | "row-order")) {
         return None;
     }
     let cache = traversal::cache_bytes(req.threads);

@@ -237,11 +237,15 @@ pub enum Tiling {
     Elements(usize),
 }
 
-/// Non-temporal stores of the plain g-SpMM pass's output rows.
+/// Non-temporal stores of the plain g-SpMM pass's output rows and of
+/// g-SDDMM's vector messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Streaming {
-    /// When the output exceeds [`cache_budget`]: its lines would be read for
-    /// ownership only to be evicted before anyone reads them.
+    /// g-SpMM: when the output exceeds [`cache_budget`] (its lines would be
+    /// read for ownership only to be evicted before anyone reads them).
+    /// g-SDDMM: never in the kernel: whether streaming its scattered
+    /// `out[eid]` rows pays flips between machines, so the SIMD backend
+    /// times both (`crate::kernels::sddmm_may_stream`).
     #[default]
     Auto,
     /// Always (full, aligned vectors; tests run the path on small graphs).

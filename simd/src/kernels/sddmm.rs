@@ -34,7 +34,7 @@ use crate::error::KernelError;
 use crate::isa::{Simd, Task};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, Target};
-use crate::tuning::{BlockPlan, GatherShape, active_tuning, plan_blocking};
+use crate::tuning::{BlockPlan, GatherShape, Streaming, active_tuning, cache_budget, plan_blocking};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
@@ -96,6 +96,23 @@ pub fn sddmm_blocking<O: BinaryOp, I: Index>(
         index_bytes: std::mem::size_of::<I>(),
     };
     plan_blocking(&shape, active_tuning(), hot).map(|p| BlockPlan { tile_bytes: 0, ..p })
+}
+
+/// Whether streaming `args`' messages is worth a trial: vector messages
+/// (not dots: a float per slot is a partial line, and a partial line
+/// streamed costs a write-combining flush) whose output exceeds the cache
+/// budget.
+///
+/// Non-temporal stores write each 64-byte line of `out[eid]` once, where a
+/// plain store first reads the random line for ownership only to evict it
+/// unread. Whether that pays depends on the machine: u_add_v at d = 32 on
+/// 2^24 edges went from ~1,150 to ~590 ms with streaming on an Intel Xeon
+/// VM and from ~500 to ~800 ms on an AMD Zen 4 VM (`docs/PERFORMANCE.md`,
+/// "Streamed output rows"). So the kernel streams only under
+/// `Streaming::On`; `Auto` means plain stores here, and the SIMD backend
+/// times both on the first calls (`gnnkern::backend::simd::trials`).
+pub fn sddmm_may_stream<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool {
+    !O::REDUCES_LAST_DIM && args.out.len().saturating_mul(4) > cache_budget()
 }
 
 /// Runs the g-SDDMM at the thread's active ISA level, over the source
@@ -162,6 +179,7 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
                 (gathered(O::USE_LHS, lhs_target), plan.lhs_len),
                 (gathered(O::USE_RHS, rhs_target), plan.rhs_len),
             ])),
+            stream_out: !O::REDUCES_LAST_DIM && active_tuning().streaming == Streaming::On,
         };
         match self.blocked {
             None => {
@@ -201,6 +219,9 @@ struct Ctx<'a, I: Index> {
     out: SharedMut<f32>,
     /// Prefetch distance in slots (0: off).
     prefetch: usize,
+    /// Full, aligned message vectors go out with non-temporal stores
+    /// (`Streaming::On` only, see [`sddmm_may_stream`]).
+    stream_out: bool,
 }
 
 struct PlainRows<'a, O, I: Index> {
@@ -218,6 +239,10 @@ impl<O: BinaryOp, I: Index> Task for PlainRows<'_, O, I> {
             // SAFETY: the row range of a validated CSR indexes its own id
             // arrays (`ctx.ids` = the CSR's); rows are split disjointly.
             unsafe { edge_messages::<O, I, S>(s, &self.ctx, r, self.csr.row_range(r)) };
+        }
+        if self.ctx.stream_out {
+            // The task's streamed messages are visible before it reports done.
+            s.store_fence();
         }
     }
 }
@@ -240,6 +265,9 @@ impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
             // destination row. Every edge is in one entry of one block and
             // entries are split disjointly.
             unsafe { edge_messages::<O, I, S>(s, &self.ctx, v, slots) };
+        }
+        if self.ctx.stream_out {
+            s.store_fence();
         }
     }
 }
@@ -294,10 +322,13 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
                 let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
                 let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
                 let m = O::apply_vec(s, a, b);
-                if sl.len == S::LANES {
-                    s.store(out.add(sl.out), m);
+                let p = out.add(sl.out);
+                if sl.len < S::LANES {
+                    s.store_partial(p, m, sl.len);
+                } else if ctx.stream_out && (p as usize).is_multiple_of(4 * S::LANES) {
+                    s.stream(p, m);
                 } else {
-                    s.store_partial(out.add(sl.out), m, sl.len);
+                    s.store(p, m);
                 }
             }
         }

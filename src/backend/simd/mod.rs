@@ -10,8 +10,8 @@
 //!   traffic model picked, built on first use (DGL rebuilds its blocks on
 //!   every call) and shared by g-SpMM and g-SDDMM; its memory is reported
 //!   by [`cache_bytes`];
-//! - the timed trials that confirm each blocking choice and edge softmax's
-//!   scheme ([`trials`]);
+//! - the timed trials that confirm each blocking choice, edge softmax's
+//!   scheme and whether g-SDDMM streams its vector messages ([`trials`]);
 //! - the CSR that g-SDDMM walks ([`SddmmOrder`]), decided once per graph.
 //!
 //! [`last_pass`] tells which pass the last op on this thread ran.
@@ -27,7 +27,7 @@ use crate::{Error, Index, Result};
 use gnnkern_simd::kernels::{self, BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs};
 use gnnkern_simd::layout::{CsrView, EdgeDst};
 use gnnkern_simd::op::{BinaryOp, Reducer};
-use gnnkern_simd::tuning::SourceProfile;
+use gnnkern_simd::tuning::{Blocking, SourceProfile, Streaming, Tuning, active_tuning, with_tuning};
 use std::any::TypeId;
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
@@ -55,6 +55,9 @@ impl<I: Index> Default for BlockCache<I> {
 pub enum PassKind {
     /// One pass over the CSR.
     Plain,
+    /// g-SDDMM: one pass over the CSR, its vector messages written with
+    /// non-temporal stores (see [`trials::Streamed`]).
+    Streamed,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
     Blocked { block_sources: usize, num_blocks: usize },
     /// Edge softmax (or its backward) row by row over the in-CSR.
@@ -152,7 +155,7 @@ fn softmax_scheme<'g, I: Index, K: 'static>(
         args: false,
     };
     let nominated = kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, table_floats);
-    trials::run_softmax(graph, sig, nominated, &mut |two_phase| {
+    trials::run_scheme::<I, trials::TwoPhase>(graph, sig, nominated, &mut |two_phase| {
         LAST_PASS.with(|c| c.set(Some(if two_phase { PassKind::TwoPhase } else { PassKind::RowOrder })));
         pass(two_phase.then(|| graph.edge_dst()))
     })
@@ -208,6 +211,24 @@ impl Backend for Simd {
             out_len: call.plan.out_len,
             args: false,
         };
+        let tuning = active_tuning();
+        // Vector messages larger than the cache: the `[E, d]` output stream
+        // outweighs the gathers that blocking would keep cached (u_add_v
+        // d = 32, RMAT 2^20 / 2^24, Intel Xeon VM: blocked level with plain
+        // under plain stores, 1.3-1.9x slower under streamed ones), so the
+        // trial is plain against streamed stores instead of blocking.
+        if tuning.streaming == Streaming::Auto
+            && !matches!(tuning.blocking, Blocking::Sources(_))
+            && kernels::sddmm_may_stream::<O, I>(&sddmm_args(csr, order, call.reborrow()))
+        {
+            return trials::run_scheme::<I, trials::Streamed>(graph, sig, true, &mut |streamed| {
+                LAST_PASS.with(|c| c.set(Some(if streamed { PassKind::Streamed } else { PassKind::Plain })));
+                let streaming = if streamed { Streaming::On } else { Streaming::Auto };
+                with_tuning(Tuning { streaming, ..tuning }, || {
+                    kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
+                })
+            });
+        }
         // The in-CSR layouts are shared with g-SpMM (same block sizes).
         let plan = kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph));
         trials::run(graph, sig, plan, &mut |layout| {

@@ -43,6 +43,12 @@
 //! and lost by 30–100 % on the Zen 5 VM (uniform 2^20 / 2^24, 1 and 4
 //! heads; docs/PERFORMANCE.md). The schemes are bitwise identical too
 //! (tested), so the choice is free to follow the clock.
+//!
+//! g-SDDMM with vector messages larger than the cache runs them with plain
+//! stores against non-temporal ones ([`Streamed`]) instead of a blocking
+//! trial: streaming made u_add_v 1.4–2× faster on an Intel Xeon VM and
+//! 1.6× slower on the Zen 4 VM (docs/PERFORMANCE.md, "Streamed output
+//! rows").
 
 use super::BlockCache;
 use crate::graph::Graph;
@@ -132,13 +138,21 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plan: Option<BlockPlan>, 
 /// Edge softmax's nominee: the two-phase scheme (`gnnkern_simd::kernels`'
 /// softmax docs), nominated by `prefers_edge_order`. Both schemes give
 /// bitwise identical results, so timing may choose.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct TwoPhase;
 
-/// Runs `pass` in row order (`false`) or two phases (`true`), as the
-/// trials of `sig` on `graph` decide; `nominated` is the model's choice of
-/// two phases (`false`: row order, no trial).
-pub fn run_softmax<I: Index>(
+/// g-SDDMM's nominee for vector messages larger than the cache: the plain
+/// pass with its messages streamed (`Streaming::On`), nominated by
+/// `gnnkern_simd::kernels::sddmm_may_stream`. Only the store instruction
+/// differs, so the results are bitwise identical.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Streamed;
+
+/// Runs `pass` with the default scheme (`false`) or the nominee `P`
+/// (`true`: two phases for edge softmax, streamed messages for g-SDDMM), as
+/// the trials of `sig` on `graph` decide; `nominated` is the model's choice
+/// (`false`: the default, no trial).
+pub fn run_scheme<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static>(
     graph: &Graph<I>,
     sig: Signature,
     nominated: bool,
@@ -147,8 +161,8 @@ pub fn run_softmax<I: Index>(
     if !nominated {
         return pass(false);
     }
-    let trials = graph.cached(|| Ok(Trials::<TwoPhase>::default()))?;
-    step(&trials, sig, TwoPhase, &mut |choice| pass(choice.is_some()))?;
+    let trials = graph.cached(|| Ok(Trials::<P>::default()))?;
+    step(&trials, sig, P::default(), &mut |choice| pass(choice.is_some()))?;
     Ok(())
 }
 
