@@ -99,9 +99,10 @@ pub fn sddmm_blocking<O: BinaryOp, I: Index>(
 }
 
 /// Whether streaming `args`' messages is worth a trial: vector messages
-/// (not dots: a float per slot is a partial line, and a partial line
-/// streamed costs a write-combining flush) whose output exceeds the cache
-/// budget.
+/// whose rows are whole 64-byte lines (16-float multiples: in a
+/// line-aligned output their streamed vectors fill whole lines, while a
+/// partial line streamed costs a write-combining flush; dots write a float
+/// per slot) and whose output exceeds the cache budget.
 ///
 /// Non-temporal stores write each 64-byte line of `out[eid]` once, where a
 /// plain store first reads the random line for ownership only to evict it
@@ -112,7 +113,7 @@ pub fn sddmm_blocking<O: BinaryOp, I: Index>(
 /// `Streaming::On`; `Auto` means plain stores here, and the SIMD backend
 /// times both on the first calls (`gnnkern::backend::simd::trials`).
 pub fn sddmm_may_stream<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool {
-    !O::REDUCES_LAST_DIM && args.out.len().saturating_mul(4) > cache_budget()
+    !O::REDUCES_LAST_DIM && args.plan.out_len.is_multiple_of(16) && args.out.len().saturating_mul(4) > cache_budget()
 }
 
 /// Runs the g-SDDMM at the thread's active ISA level, over the source
