@@ -3,8 +3,8 @@
 //! blocked, blocked, plain, blocked, and every later call runs the pass the
 //! timings chose; the
 //! result never depends on which pass ran. The same for edge softmax's
-//! row-order and two-phase schemes, and for g-SDDMM's plain and streamed
-//! stores.
+//! row-order and two-phase schemes, for g-SDDMM's plain and streamed
+//! stores, and for its plain and staged one-float messages.
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -42,16 +42,18 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         simd.gspmm(&g, SpmmSpec::copy(Target::Src, ReduceKind::Sum), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
+    // A 4-head dot: its [E, 4] rows are not staged (one-float rows are, below).
+    let x_heads = Tensor::from_vec(x.data().to_vec(), vec![n, 4, d / 4]).unwrap();
     let sddmm = || {
-        let mut out = Tensor::zeros(&[e, 1]).unwrap();
-        let io = SddmmIo { lhs: Some(x.view()), rhs: Some(x.view()), out: out.view_mut() };
+        let mut out = Tensor::zeros(&[e, 4, 1]).unwrap();
+        let io = SddmmIo { lhs: Some(x_heads.view()), rhs: Some(x_heads.view()), out: out.view_mut() };
         simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
 
     // Both signatures share the layout of one block size.
     let mut any_kept = false;
-    for (name, run) in [("copy_u_sum", &spmm as &dyn Fn() -> (Vec<f32>, PassKind)), ("u_dot_v", &sddmm)] {
+    for (name, run) in [("copy_u_sum", &spmm as &dyn Fn() -> (Vec<f32>, PassKind)), ("u_dot_v 4 heads", &sddmm)] {
         let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| run()).collect();
         let blocked =
             |p: &PassKind| matches!(p, PassKind::Blocked { block_sources, .. } if *block_sources == BUDGET / (4 * d));
@@ -72,6 +74,18 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     };
     let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_add_v()).collect();
     assert_trial("u_add_v", &calls, PassKind::Plain, |p| *p == PassKind::Streamed);
+
+    // g-SDDMM with one float per edge: an [E, 1] output (1.3 MB) above the
+    // budget, edge ids scattered along the walk (random COO order): staged
+    // messages against plain stores, and again no blocking.
+    let u_dot_v = || {
+        let mut out = Tensor::zeros(&[e, 1]).unwrap();
+        let io = SddmmIo { lhs: Some(x.view()), rhs: Some(x.view()), out: out.view_mut() };
+        simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_dot_v()).collect();
+    assert_trial("u_dot_v", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
 
     // Edge softmax: [E, 4] logits (5 MiB) exceed the budget, so the model
     // nominates the two-phase scheme; calls 1-6 follow the trial schedule,

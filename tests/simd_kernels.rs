@@ -22,7 +22,7 @@ use gnnkern::backend::simd::cache_bytes;
 use gnnkern::op::{BinaryOpKind as K, ReduceKind, Target};
 use gnnkern::{BackendKind, Exec, Graph, Index, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
 use gnnkern_simd::isa::{IsaLevel, with_level};
-use gnnkern_simd::tuning::{Blocking, Streaming, Tiling, Tuning, with_tuning};
+use gnnkern_simd::tuning::{Blocking, Staging, Streaming, Tiling, Tuning, with_tuning};
 
 const FEATS: &[usize] = &[1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 257];
 
@@ -91,6 +91,16 @@ fn tunings() -> [(&'static str, Tuning); 4] {
         ),
         ("blocked-5-tiled", Tuning { blocking: Blocking::Sources(5), tiling: Tiling::Elements(16), ..Tuning::DEFAULT }),
     ]
+}
+
+/// [`tunings`], plus g-SDDMM's plain pass with its messages staged in
+/// windows of 4 edge ids (many windows and runs even on the small graphs).
+fn sddmm_tunings() -> Vec<(&'static str, Tuning)> {
+    let staged =
+        Tuning { blocking: Blocking::Off, tiling: Tiling::Off, staging: Staging::Windows(4), ..Tuning::DEFAULT };
+    let mut all = tunings().to_vec();
+    all.push(("plain-staged-4", staged));
+    all
 }
 
 fn ids<I: Index>(v: Vec<usize>) -> Vec<I> {
@@ -445,7 +455,9 @@ fn sddmm_suite<I: Index>(seed: u64) {
                     shape.push(d);
                 }
                 let want = run_sddmm(Exec::forced(BackendKind::Reference), g, spec, &lhs, &rhs, &shape);
-                for (level, (tname, tuning)) in levels().into_iter().flat_map(|l| tunings().map(|t| (l, t))) {
+                for (level, (tname, tuning)) in
+                    levels().into_iter().flat_map(|l| sddmm_tunings().into_iter().map(move |t| (l, t)))
+                {
                     let got = on_level(level, || {
                         with_tuning(tuning, || run_sddmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &shape))
                     });

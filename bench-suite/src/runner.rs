@@ -164,6 +164,7 @@ fn time_op<I: Index>(
         ) => gnnkern::backend::simd::last_pass().map(|p| match p {
             PassKind::Plain => "plain".to_string(),
             PassKind::Streamed => "streamed".to_string(),
+            PassKind::Staged => "staged".to_string(),
             PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
             PassKind::RowOrder => "row-order".to_string(),
             PassKind::TwoPhase => "two-phase".to_string(),

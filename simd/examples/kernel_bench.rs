@@ -4,11 +4,13 @@
 //! ```text
 //! cargo run --release -p gnnkern-simd --example kernel_bench -- \
 //!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate] \
-//!     [--ops spmm,sddmm,softmax] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128]
+//!     [--ops spmm,sddmm,softmax] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128] [--stage-window N]
 //! ```
 //!
 //! `--only` keeps the g-SpMM / g-SDDMM cases of the named ops;
-//! `--prefetch-lines` sets `Tuning::prefetch_lines` for every case.
+//! `--prefetch-lines` sets `Tuning::prefetch_lines` for every case;
+//! `--stage-window N` runs the staged g-SDDMM cases with windows of `N`
+//! edge ids instead of the cache-sized default.
 //!
 //! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits).
 //!
@@ -24,7 +26,7 @@ use gnnkern_simd::kernels::{
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
-use gnnkern_simd::tuning::{Blocking, CacheInfo, Tiling, Tuning, active_tuning, cache_budget, with_tuning};
+use gnnkern_simd::tuning::{Blocking, CacheInfo, Staging, Tiling, Tuning, active_tuning, cache_budget, with_tuning};
 use std::time::Instant;
 
 struct Rng(u64);
@@ -140,6 +142,9 @@ struct Bench<'a> {
     reps: usize,
     /// `--only`: the op names to run (all when empty).
     only: Vec<String>,
+    /// `--stage-window N`: the staged g-SDDMM variant's windows (default:
+    /// sized from the cache budget).
+    staged: Staging,
 }
 
 impl Bench<'_> {
@@ -212,27 +217,39 @@ impl Bench<'_> {
         let e = self.csr.num_edges();
         let mut out = aligned_filled(e * plan.out_len, 0f32);
         let csr = if order == SddmmOrder::InCsr { self.csr } else { self.out_csr };
-        let ms = median_ms(self.reps, || {
-            let args = SddmmArgs {
-                csr,
-                order,
-                lhs_target: Target::Src,
-                rhs_target: Target::Dst,
-                plan: &plan,
-                lhs: x,
-                rhs: y,
-                out: &mut out,
+        // The plain pass also runs staged where it may (narrow rows).
+        let stagings: &[Staging] =
+            if blocked.is_none() && plan.out_len < 16 { &[Staging::Off, self.staged] } else { &[Staging::Off] };
+        for &staging in stagings {
+            let ms = with_tuning(Tuning { staging, ..active_tuning() }, || {
+                median_ms(self.reps, || {
+                    let args = SddmmArgs {
+                        csr,
+                        order,
+                        lhs_target: Target::Src,
+                        rhs_target: Target::Dst,
+                        plan: &plan,
+                        lhs: x,
+                        rhs: y,
+                        out: &mut out,
+                    };
+                    sddmm::<O, i32>(args, blocked).unwrap();
+                })
+            });
+            let n = self.csr.num_rows() as f64;
+            let bytes = 8.0 * e as f64 + 2.0 * 4.0 * n * plan.lhs_len as f64 + 4.0 * out.len() as f64;
+            let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+            let staged = match staging {
+                Staging::Off => String::new(),
+                Staging::Windows(n) => format!(", staged, windows of {n}"),
+                _ => ", staged".into(),
             };
-            sddmm::<O, i32>(args, blocked).unwrap();
-        });
-        let n = self.csr.num_rows() as f64;
-        let bytes = 8.0 * e as f64 + 2.0 * 4.0 * n * plan.lhs_len as f64 + 4.0 * out.len() as f64;
-        let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
-        let variant = match blocked {
-            Some(l) => format!("{order:?}, {} blocks", l.num_blocks()),
-            None => format!("{order:?}"),
-        };
-        self.report(name, shape.iter().product(), &variant, ms, bytes, sum);
+            let variant = match blocked {
+                Some(l) => format!("{order:?}, {} blocks", l.num_blocks()),
+                None => format!("{order:?}{staged}"),
+            };
+            self.report(name, shape.iter().product(), &variant, ms, bytes, sum);
+        }
     }
 
     /// Edge softmax over `[E, heads]` logits, row-order and two-phase.
@@ -289,7 +306,11 @@ fn run(args: &[String]) {
     let out_csr = unsafe { CsrView::new_unchecked(&op_, &oi, &oe, n) };
     let name = format!("{kind}-2^{scale}-{}M", (factor << scale) >> 20);
     let only = get("--only", "").split(',').filter(|s| !s.is_empty()).map(String::from).collect();
-    let b = Bench { graph: &name, csr: in_csr, out_csr, reps, only };
+    let staged = match get("--stage-window", "").as_str() {
+        "" => Staging::On,
+        n => Staging::Windows(n.parse().unwrap()),
+    };
+    let b = Bench { graph: &name, csr: in_csr, out_csr, reps, only, staged };
     eprintln!(
         "cache: {:?}; model budget {} bytes; threads {}",
         CacheInfo::get(),
@@ -330,6 +351,8 @@ fn run(args: &[String]) {
             b.sddmm::<op::Dot>("u_dot_v", &[d], (x, x), SddmmOrder::InCsr, layout);
             b.sddmm::<op::Dot>("u_dot_v", &[4, d / 4], (x, x), SddmmOrder::InCsr, None);
             b.sddmm::<op::Dot>("u_dot_v", &[4, d / 4], (x, x), SddmmOrder::InCsr, layout);
+            // GAT's attention logits: [E, 4] = el[u] + er[v].
+            b.sddmm::<op::Add>("u_add_v", &[4], (&x[..4 * n], &x[..4 * n]), SddmmOrder::InCsr, None);
             if d <= 32 {
                 // [E, d] output: 8 GB at d = 128 on 16M edges.
                 b.sddmm::<op::Add>("u_add_v", &[d], (x, x), SddmmOrder::InCsr, None);

@@ -237,6 +237,24 @@ pub enum Tiling {
     Elements(usize),
 }
 
+/// Whether g-SDDMM's plain pass stages its messages by edge-id window
+/// before copying them to `out[eid]` (`crate::kernels::sddmm_may_stage`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Staging {
+    /// Never in the kernel: staging pays only when edge ids are scattered
+    /// along the walk, which the kernel does not scan for; the SIMD backend
+    /// knows it per graph and times both.
+    #[default]
+    Auto,
+    /// Windows sized from [`cache_budget`].
+    On,
+    /// Windows of this many edge ids (rounded down to a power of two; tests
+    /// run many windows on small graphs).
+    Windows(usize),
+    /// Never.
+    Off,
+}
+
 /// Non-temporal stores of the plain g-SpMM pass's output rows and of
 /// g-SDDMM's vector messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -265,6 +283,7 @@ pub struct Tuning {
     /// [`Tuning::prefetch_slots`].
     pub prefetch_lines: usize,
     pub streaming: Streaming,
+    pub staging: Staging,
 }
 
 /// The farthest a kernel prefetches, in edge slots (see [`Tuning::prefetch_slots`]).
@@ -272,8 +291,13 @@ pub const MAX_PREFETCH_SLOTS: usize = 64;
 
 impl Tuning {
     /// The production defaults.
-    pub const DEFAULT: Tuning =
-        Tuning { blocking: Blocking::Auto, tiling: Tiling::Auto, prefetch_lines: 128, streaming: Streaming::Auto };
+    pub const DEFAULT: Tuning = Tuning {
+        blocking: Blocking::Auto,
+        tiling: Tiling::Auto,
+        prefetch_lines: 128,
+        streaming: Streaming::Auto,
+        staging: Staging::Auto,
+    };
 
     /// How many edge slots ahead a kernel whose widest gathered row is
     /// `row_bytes` long prefetches: `prefetch_lines` lines of such rows, at

@@ -9,10 +9,13 @@ mod common;
 mod sddmm;
 mod softmax;
 mod spmm;
+mod staged;
 
 pub use arg_pull::arg_pull;
 pub use blocked::BlockedCsr;
 pub use common::SharedMut;
-pub use sddmm::{SddmmArgs, SddmmOrder, sddmm, sddmm_blocking, sddmm_may_stream, sddmm_order};
+pub use sddmm::{
+    SddmmArgs, SddmmOrder, sddmm, sddmm_blocking, sddmm_ids_scattered, sddmm_may_stage, sddmm_may_stream, sddmm_order,
+};
 pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};
 pub use spmm::{SpmmArgs, spmm, spmm_blocking};

@@ -29,12 +29,13 @@ use super::blocked::BlockedCsr;
 use super::common::{
     EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, widest_gathered_row,
 };
+use super::staged::{StageWriter, Staging as StagedRecords, default_window};
 use crate::Index;
 use crate::error::KernelError;
 use crate::isa::{Simd, Task};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, Target};
-use crate::tuning::{BlockPlan, GatherShape, Streaming, active_tuning, cache_budget, plan_blocking};
+use crate::tuning::{BlockPlan, GatherShape, Staging, Streaming, active_tuning, cache_budget, plan_blocking};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
@@ -49,10 +50,18 @@ pub enum SddmmOrder {
 
 /// Picks the CSR whose edge-id sequence is most often consecutive (ties: in-CSR). O(E).
 pub fn sddmm_order<I: Index>(in_csr: &CsrView<'_, I>, out_csr: &CsrView<'_, I>) -> SddmmOrder {
-    let runs = |c: &CsrView<'_, I>| {
-        c.eids().par_windows(2).filter(|w| w[1].to_usize() == w[0].to_usize().wrapping_add(1)).count()
-    };
-    if runs(out_csr) > runs(in_csr) { SddmmOrder::OutCsr } else { SddmmOrder::InCsr }
+    if consecutive_ids(out_csr) > consecutive_ids(in_csr) { SddmmOrder::OutCsr } else { SddmmOrder::InCsr }
+}
+
+/// Whether a walk of `csr` writes `out[eid]` mostly out of order: fewer
+/// than half of its successive slots hold consecutive edge ids. O(E).
+pub fn sddmm_ids_scattered<I: Index>(csr: &CsrView<'_, I>) -> bool {
+    2 * consecutive_ids(csr) < csr.num_edges().saturating_sub(1)
+}
+
+/// How many successive slots of `csr` hold consecutive edge ids.
+fn consecutive_ids<I: Index>(csr: &CsrView<'_, I>) -> usize {
+    csr.eids().par_windows(2).filter(|w| w[1].to_usize() == w[0].to_usize().wrapping_add(1)).count()
 }
 
 /// One g-SDDMM call.
@@ -116,8 +125,26 @@ pub fn sddmm_may_stream<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool 
     !O::REDUCES_LAST_DIM && args.plan.out_len.is_multiple_of(16) && args.out.len().saturating_mul(4) > cache_budget()
 }
 
+/// Whether staging `args`' messages by edge-id window is worth a trial:
+/// one float per edge (a single-head dot, 1-head attention logits) in an
+/// output that exceeds the cache budget. It pays only when the walk's edge
+/// ids are scattered ([`sddmm_ids_scattered`]), which the caller knows per
+/// graph. Traffic per edge: `super::staged`.
+///
+/// Why one float: on 2^24 RMAT edges at d = 32 (Intel Xeon VM, in-process
+/// A/B) staging took the 1-float dot from 400-450 to 270-350 ms, but the
+/// 4-head dot from 330-450 to 560-670 ms and the 4-float u_add_v from
+/// 235-265 to 330-470 ms, at every window size tried (32K-2M edges):
+/// the 20-byte records moved three times cost more than the random
+/// 16-byte writes they replace.
+pub fn sddmm_may_stage<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool {
+    args.plan.out_len == 1 && args.out.len().saturating_mul(4) > cache_budget()
+}
+
 /// Runs the g-SDDMM at the thread's active ISA level, over the source
-/// blocks of `blocked` (a layout of the in-CSR) when given.
+/// blocks of `blocked` (a layout of the in-CSR) when given. The plain pass
+/// stages its messages under `Staging::On` / `Windows` (`super::staged`);
+/// the blocked pass writes `out[eid]` directly.
 pub fn sddmm<O: BinaryOp, I: Index>(
     args: SddmmArgs<'_, I>,
     blocked: Option<&BlockedCsr<I>>,
@@ -175,21 +202,37 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
             prefetch_rhs: gathered(O::USE_RHS, rhs_target),
             out_len: plan.out_len,
             slots: &slots,
-            out: SharedMut::new(out),
+            out: SharedMut::new(&mut *out),
             prefetch: active_tuning().prefetch_slots(widest_gathered_row([
                 (gathered(O::USE_LHS, lhs_target), plan.lhs_len),
                 (gathered(O::USE_RHS, rhs_target), plan.rhs_len),
             ])),
             stream_out: !O::REDUCES_LAST_DIM && active_tuning().streaming == Streaming::On,
         };
+        let window = match active_tuning().staging {
+            Staging::Auto | Staging::Off => None,
+            Staging::On => Some(default_window(plan.out_len)),
+            Staging::Windows(n) => Some(n),
+        };
         match self.blocked {
             None => {
                 let n = csr.num_rows();
                 let indptr = csr.indptr();
                 let bounds = balanced_bounds(n, num_parts(csr.num_edges() + n), |i| indptr[i].to_usize() + i);
-                bounds.par_windows(2).for_each(|w| {
-                    s.vectorize(PlainRows::<O, I> { ctx, csr, rows: w[0]..w[1], _op: PhantomData });
+                let Some(window) = window else {
+                    bounds.par_windows(2).for_each(|w| {
+                        let sink = Direct { out: ctx.out, out_len: ctx.out_len };
+                        s.vectorize(PlainRows::<O, I, _> { ctx, csr, rows: w[0]..w[1], sink, _op: PhantomData });
+                    });
+                    return Ok(());
+                };
+                let slots: Vec<_> =
+                    bounds.windows(2).map(|w| indptr[w[0]].to_usize()..indptr[w[1]].to_usize()).collect();
+                let mut staged = StagedRecords::plan(csr.eids(), &slots, csr.num_edges(), plan.out_len, window);
+                bounds.par_windows(2).zip(staged.writers()).for_each(|(w, sink)| {
+                    s.vectorize(PlainRows::<O, I, _> { ctx, csr, rows: w[0]..w[1], sink, _op: PhantomData });
                 });
+                staged.drain(out);
             }
             Some(layout) => {
                 let ctx = Ctx { ids: EdgeIds { cols: layout.cols(), eids: layout.eids() }, ..ctx };
@@ -225,21 +268,55 @@ struct Ctx<'a, I: Index> {
     stream_out: bool,
 }
 
-struct PlainRows<'a, O, I: Index> {
+/// Where a walk writes each edge's message row.
+trait MessageSink {
+    /// The row of edge `e`.
+    ///
+    /// # Safety
+    /// `e` is an edge id below the output's row count, passed once per call
+    /// and by one task only (the task's own edges).
+    unsafe fn row(&mut self, e: usize) -> *mut f32;
+}
+
+/// `out[e]` itself.
+struct Direct {
+    out: SharedMut<f32>,
+    out_len: usize,
+}
+
+impl MessageSink for Direct {
+    #[inline(always)]
+    unsafe fn row(&mut self, e: usize) -> *mut f32 {
+        // SAFETY: forwarded (`e` in bounds and this task's alone).
+        unsafe { self.out.at(e * self.out_len) }
+    }
+}
+
+impl MessageSink for StageWriter {
+    #[inline(always)]
+    unsafe fn row(&mut self, e: usize) -> *mut f32 {
+        // SAFETY: forwarded; the plan gave this task's edges to this writer.
+        unsafe { StageWriter::row(self, e) }
+    }
+}
+
+struct PlainRows<'a, O, I: Index, K> {
     ctx: Ctx<'a, I>,
     csr: CsrView<'a, I>,
     rows: std::ops::Range<usize>,
+    sink: K,
     _op: PhantomData<O>,
 }
 
-impl<O: BinaryOp, I: Index> Task for PlainRows<'_, O, I> {
+impl<O: BinaryOp, I: Index, K: MessageSink + Send> Task for PlainRows<'_, O, I, K> {
     type Output = ();
     #[inline(always)]
-    fn run<S: Simd>(self, s: S) {
+    fn run<S: Simd>(mut self, s: S) {
         for r in self.rows {
             // SAFETY: the row range of a validated CSR indexes its own id
-            // arrays (`ctx.ids` = the CSR's); rows are split disjointly.
-            unsafe { edge_messages::<O, I, S>(s, &self.ctx, r, self.csr.row_range(r)) };
+            // arrays (`ctx.ids` = the CSR's); rows are split disjointly, and
+            // the sink is this task's.
+            unsafe { edge_messages::<O, I, S>(s, &self.ctx, r, self.csr.row_range(r), &mut self.sink) };
         }
         if self.ctx.stream_out {
             // The task's streamed messages are visible before it reports done.
@@ -259,13 +336,14 @@ impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
+        let mut sink = Direct { out: self.ctx.out, out_len: self.ctx.out_len };
         for j in self.entries {
             let (v, slots) = self.layout.entry(j);
             // SAFETY: the slot range of an entry indexes the layout's id
             // arrays (`ctx.ids`); the layout matches the in-CSR, so `v` is a
             // destination row. Every edge is in one entry of one block and
             // entries are split disjointly.
-            unsafe { edge_messages::<O, I, S>(s, &self.ctx, v, slots) };
+            unsafe { edge_messages::<O, I, S>(s, &self.ctx, v, slots, &mut sink) };
         }
         if self.ctx.stream_out {
             s.store_fence();
@@ -273,19 +351,21 @@ impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
     }
 }
 
-/// Messages of the edges in slots `slots` of `ctx.ids`, all on row `r`.
+/// Messages of the edges in slots `slots` of `ctx.ids`, all on row `r`,
+/// written to the rows `sink` gives.
 ///
 /// # Safety
 /// `slots` indexes `ctx.ids`, whose column ids are below the column side's
 /// node count and edge ids below `num_edges` (the operand and output row
 /// counts `plan_slots` checked); `r` is a row of that side. No other task
-/// handles these edges: edge `e` occurs once, so this task alone writes `out[e]`.
+/// handles these edges: edge `e` occurs once, so this task alone writes its row.
 #[inline(always)]
 unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
     s: S,
     ctx: &Ctx<'_, I>,
     r: usize,
     slots: std::ops::Range<usize>,
+    sink: &mut impl MessageSink,
 ) {
     let (cols, eids) = (ctx.ids.cols, ctx.ids.eids);
     let zero = s.splat(0.0);
@@ -314,7 +394,7 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
             let (u, e, v) = ends(cols.get_unchecked(k).to_usize(), eids.get_unchecked(k).to_usize());
             let lrow = ctx.lhs.row(u, e, v);
             let rrow = ctx.rhs.row(u, e, v);
-            let out = ctx.out.at(e * ctx.out_len);
+            let out = sink.row(e);
             for sl in ctx.slots {
                 if O::REDUCES_LAST_DIM {
                     *out.add(sl.out) = dot::<O, S>(s, lrow.add(sl.lhs), rrow.add(sl.rhs), sl.len);

@@ -11,8 +11,10 @@
 //!   every call) and shared by g-SpMM and g-SDDMM; its memory is reported
 //!   by [`cache_bytes`];
 //! - the timed trials that confirm each blocking choice, edge softmax's
-//!   scheme and whether g-SDDMM streams its vector messages ([`trials`]);
-//! - the CSR that g-SDDMM walks ([`SddmmOrder`]), decided once per graph.
+//!   scheme, and whether g-SDDMM streams its vector messages or stages its
+//!   one-float ones ([`trials`]);
+//! - the CSR that g-SDDMM walks ([`SddmmOrder`]) and whether its edge ids
+//!   are scattered along it, decided once per graph.
 //!
 //! [`last_pass`] tells which pass the last op on this thread ran.
 //!
@@ -27,7 +29,7 @@ use crate::{Error, Index, Result};
 use gnnkern_simd::kernels::{self, BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs};
 use gnnkern_simd::layout::{CsrView, EdgeDst};
 use gnnkern_simd::op::{BinaryOp, Reducer};
-use gnnkern_simd::tuning::{Blocking, SourceProfile, Streaming, Tuning, active_tuning, with_tuning};
+use gnnkern_simd::tuning::{Blocking, SourceProfile, Staging, Streaming, Tuning, active_tuning, with_tuning};
 use std::any::TypeId;
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
@@ -58,6 +60,9 @@ pub enum PassKind {
     /// g-SDDMM: one pass over the CSR, its vector messages written with
     /// non-temporal stores (see [`trials::Streamed`]).
     Streamed,
+    /// g-SDDMM: one pass over the CSR, its one-float messages staged by
+    /// edge-id window (see [`trials::Staged`]).
+    Staged,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
     Blocked { block_sources: usize, num_blocks: usize },
     /// Edge softmax (or its backward) row by row over the in-CSR.
@@ -85,8 +90,9 @@ fn note_pass<I: Index>(layout: Option<(&BlockedCsr<I>, usize)>) {
     LAST_PASS.with(|c| c.set(Some(kind)));
 }
 
-/// The CSR g-SDDMM walks on one graph orientation.
-struct SddmmOrderCache(SddmmOrder);
+/// The CSR g-SDDMM walks on one graph orientation, and whether its edge
+/// ids are scattered along that walk.
+struct SddmmWalkCache(SddmmOrder, bool);
 
 /// How often each source occurs in one orientation's in-CSR.
 struct ProfileCache(SourceProfile);
@@ -195,13 +201,16 @@ impl Backend for Simd {
 
     fn gsddmm<O: BinaryOp, I: Index>(&self, mut call: SddmmCall<'_, I>) -> Result<()> {
         let graph = call.graph;
-        let order = graph
-            .cached(|| Ok(SddmmOrderCache(kernels::sddmm_order(&graph.in_csr().view(), &graph.out_csr().view()))))?
-            .0;
-        let csr = match order {
+        let csr_of = |order| match order {
             SddmmOrder::InCsr => graph.in_csr().view(),
             SddmmOrder::OutCsr => graph.out_csr().view(),
         };
+        let walk = graph.cached(|| {
+            let order = kernels::sddmm_order(&graph.in_csr().view(), &graph.out_csr().view());
+            Ok(SddmmWalkCache(order, kernels::sddmm_ids_scattered(&csr_of(order))))
+        })?;
+        let (order, scattered) = (walk.0, walk.1);
+        let csr = csr_of(order);
         let sig = Signature {
             kernel: TypeId::of::<O>(),
             lhs: call.lhs_target,
@@ -225,6 +234,22 @@ impl Backend for Simd {
                 LAST_PASS.with(|c| c.set(Some(if streamed { PassKind::Streamed } else { PassKind::Plain })));
                 let streaming = if streamed { Streaming::On } else { Streaming::Auto };
                 with_tuning(Tuning { streaming, ..tuning }, || {
+                    kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
+                })
+            });
+        }
+        // One-float messages (single-head dots) scattered over a large
+        // output: the random read for ownership per edge outweighs the
+        // gathers too, so again the trial is plain against staged.
+        if tuning.staging == Staging::Auto
+            && !matches!(tuning.blocking, Blocking::Sources(_))
+            && scattered
+            && kernels::sddmm_may_stage::<O, I>(&sddmm_args(csr, order, call.reborrow()))
+        {
+            return trials::run_scheme::<I, trials::Staged>(graph, sig, true, &mut |staged| {
+                LAST_PASS.with(|c| c.set(Some(if staged { PassKind::Staged } else { PassKind::Plain })));
+                let staging = if staged { Staging::On } else { Staging::Off };
+                with_tuning(Tuning { staging, ..tuning }, || {
                     kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
                 })
             });

@@ -49,6 +49,12 @@
 //! trial: streaming made u_add_v 1.4–2× faster on an Intel Xeon VM and
 //! 1.6× slower on the Zen 4 VM (docs/PERFORMANCE.md, "Streamed output
 //! rows").
+//!
+//! g-SDDMM with one float per edge, a large output and edge ids scattered
+//! along the walk runs it directly against staged by edge-id window
+//! ([`Staged`]): the staged pass replaces random read-for-ownership writes
+//! by sequential record streams (docs/PERFORMANCE.md, "Staged narrow
+//! messages").
 
 use super::BlockCache;
 use crate::graph::Graph;
@@ -148,8 +154,17 @@ pub struct TwoPhase;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Streamed;
 
+/// g-SDDMM's nominee for one-float messages (single-head dots) into an
+/// output larger than the cache, on a walk whose edge ids are scattered:
+/// the plain pass with its messages staged by edge-id window
+/// (`Staging::On`), nominated by `gnnkern_simd::kernels::sddmm_may_stage`
+/// and `sddmm_ids_scattered`. Each message is computed by the same code and
+/// only copied, so the results are bitwise identical.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Staged;
+
 /// Runs `pass` with the default scheme (`false`) or the nominee `P`
-/// (`true`: two phases for edge softmax, streamed messages for g-SDDMM), as
+/// (`true`: two phases for edge softmax, streamed or staged messages for g-SDDMM), as
 /// the trials of `sig` on `graph` decide; `nominated` is the model's choice
 /// (`false`: the default, no trial).
 pub fn run_scheme<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static>(
