@@ -132,9 +132,9 @@ pub fn sddmm_may_stream<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool 
 /// graph. Traffic per edge: `super::staged`.
 ///
 /// Why one float: on 2^24 RMAT edges at d = 32 (Intel Xeon VM, in-process
-/// A/B) staging took the 1-float dot from 400-450 to 270-350 ms, but the
-/// 4-head dot from 330-450 to 560-670 ms and the 4-float u_add_v from
-/// 235-265 to 330-470 ms, at every window size tried (32K-2M edges):
+/// A/B) staging took the 1-float dot from 404-452 to 267-353 ms, but the
+/// 4-head dot from 326-446 to 564-674 ms and the 4-float u_add_v from
+/// 236-264 to 329-471 ms, at every window size tried (32K-2M edges):
 /// the 20-byte records moved three times cost more than the random
 /// 16-byte writes they replace.
 pub fn sddmm_may_stage<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool {

@@ -23,11 +23,12 @@
 //!
 //! Per edge that moves the eid again (4 bytes, read for the counts) and a
 //! `4 + 4h`-byte record three times (written, read for ownership, read back)
-//! — 28 bytes for a dot — plus the output once, sequentially. On 2^24 edges
-//! at d = 32 it took u_dot_v from ~300 to ~190 ms on the Intel Xeon VM
-//! (`docs/PERFORMANCE.md`, "Staged narrow messages"). The buffer is a
-//! temporary of `E × (1 + h)` floats: proportional to the output, not to
-//! `E × d`.
+//! — 24 bytes for one float — plus the output once, sequentially. On 2^24
+//! RMAT edges at d = 32 it made u_dot_v's kernel 1.13-1.79x faster on the
+//! Intel Xeon VM, 1.06x end to end (`docs/PERFORMANCE.md`, "Staged narrow
+//! messages"); with 4-float rows it was slower, so only one-float rows are
+//! nominated (`super::sddmm_may_stage`). The buffer is a temporary of
+//! `E × (1 + h)` floats: proportional to the output, not to `E × d`.
 
 use super::common::SharedMut;
 use crate::Index;
@@ -163,6 +164,50 @@ impl StageWriter {
             let rec = self.records.at(j * self.stride);
             *rec = f32::from_bits((e & ((1 << self.shift) - 1)) as u32);
             rec.add(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stages `out_len`-float messages `[e + 1/2, e + 1/4, e + 1/6]` of
+    /// edges whose ids are a scrambled permutation (3k + 2 mod 7 for 7
+    /// edges), walked by three tasks.
+    fn staged(num_edges: usize, out_len: usize, window: usize) -> Vec<f32> {
+        let eids: Vec<i32> = (0..num_edges).map(|k| ((k * 3 + 2) % num_edges) as i32).collect();
+        let cut = [0, num_edges / 3, num_edges / 2, num_edges];
+        let tasks: Vec<Range<usize>> = cut.windows(2).map(|w| w[0]..w[1]).collect();
+        let mut plan = Staging::plan(&eids, &tasks, num_edges, out_len, window);
+        for (slots, mut writer) in tasks.iter().zip(plan.writers()) {
+            for &e in &eids[slots.clone()] {
+                let e = e as usize;
+                // SAFETY: `e` is one of this task's edge ids, passed once.
+                let row = unsafe { writer.row(e) };
+                for i in 0..out_len {
+                    // SAFETY: the row holds `out_len` floats.
+                    unsafe { *row.add(i) = e as f32 + 0.5 / (i + 1) as f32 };
+                }
+            }
+        }
+        let mut out = vec![f32::NAN; num_edges * out_len];
+        plan.drain(&mut out);
+        out
+    }
+
+    #[test]
+    fn every_message_lands_at_its_edge_id() {
+        // 7 edges: windows of 1, 2 (3 rounded down), 4 and one larger than
+        // the ids; 1- and 3-float rows.
+        for window in [1, 3, 4, 64] {
+            for out_len in [1, 3] {
+                let out = staged(7, out_len, window);
+                for (e, row) in out.chunks_exact(out_len).enumerate() {
+                    let want: Vec<f32> = (0..out_len).map(|i| e as f32 + 0.5 / (i + 1) as f32).collect();
+                    assert_eq!(row, &want[..], "edge {e}, window {window}, {out_len} floats");
+                }
+            }
         }
     }
 }

@@ -167,6 +167,22 @@ fn softmax_scheme<'g, I: Index, K: 'static>(
     })
 }
 
+/// Runs `pass` (a plain g-SDDMM pass) under the thread's tuning or under
+/// the nominee's tuning (reported as its `PassKind`), as the trials of the
+/// nominee type `P` decide. Under the thread's `Auto` tuning the kernel
+/// neither streams nor stages g-SDDMM messages.
+fn plain_pass_trial<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static>(
+    graph: &Graph<I>,
+    sig: Signature,
+    (kind, nominee): (PassKind, Tuning),
+    pass: &mut dyn FnMut() -> Result<()>,
+) -> Result<()> {
+    trials::run_scheme::<I, P>(graph, sig, true, &mut |nominated| {
+        LAST_PASS.with(|c| c.set(Some(if nominated { kind } else { PassKind::Plain })));
+        if nominated { with_tuning(nominee, &mut *pass) } else { pass() }
+    })
+}
+
 fn spmm_args<'a, I: Index>(csr: CsrView<'a, I>, c: SpmmCall<'a, I>) -> SpmmArgs<'a, I> {
     let SpmmCall { lhs_target, rhs_target, plan, lhs, rhs, out, arg_u, arg_e, .. } = c;
     SpmmArgs { csr, lhs_target, rhs_target, plan, lhs, rhs, out, arg_u, arg_e }
@@ -226,32 +242,27 @@ impl Backend for Simd {
         // d = 32, RMAT 2^20 / 2^24, Intel Xeon VM: blocked level with plain
         // under plain stores, 1.3-1.9x slower under streamed ones), so the
         // trial is plain against streamed stores instead of blocking.
-        if tuning.streaming == Streaming::Auto
-            && !matches!(tuning.blocking, Blocking::Sources(_))
+        let free = !matches!(tuning.blocking, Blocking::Sources(_));
+        if free
+            && tuning.streaming == Streaming::Auto
             && kernels::sddmm_may_stream::<O, I>(&sddmm_args(csr, order, call.reborrow()))
         {
-            return trials::run_scheme::<I, trials::Streamed>(graph, sig, true, &mut |streamed| {
-                LAST_PASS.with(|c| c.set(Some(if streamed { PassKind::Streamed } else { PassKind::Plain })));
-                let streaming = if streamed { Streaming::On } else { Streaming::Auto };
-                with_tuning(Tuning { streaming, ..tuning }, || {
-                    kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
-                })
+            let streamed = (PassKind::Streamed, Tuning { streaming: Streaming::On, ..tuning });
+            return plain_pass_trial::<I, trials::Streamed>(graph, sig, streamed, &mut || {
+                kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
             });
         }
         // One-float messages (single-head dots) scattered over a large
         // output: the random read for ownership per edge outweighs the
         // gathers too, so again the trial is plain against staged.
-        if tuning.staging == Staging::Auto
-            && !matches!(tuning.blocking, Blocking::Sources(_))
+        if free
+            && tuning.staging == Staging::Auto
             && scattered
             && kernels::sddmm_may_stage::<O, I>(&sddmm_args(csr, order, call.reborrow()))
         {
-            return trials::run_scheme::<I, trials::Staged>(graph, sig, true, &mut |staged| {
-                LAST_PASS.with(|c| c.set(Some(if staged { PassKind::Staged } else { PassKind::Plain })));
-                let staging = if staged { Staging::On } else { Staging::Off };
-                with_tuning(Tuning { staging, ..tuning }, || {
-                    kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
-                })
+            let staged = (PassKind::Staged, Tuning { staging: Staging::On, ..tuning });
+            return plain_pass_trial::<I, trials::Staged>(graph, sig, staged, &mut || {
+                kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
             });
         }
         // The in-CSR layouts are shared with g-SpMM (same block sizes).
