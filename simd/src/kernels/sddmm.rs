@@ -29,7 +29,7 @@ use super::blocked::BlockedCsr;
 use super::common::{
     EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, widest_gathered_row,
 };
-use super::staged::{StageWriter, Staging as StagedRecords, default_window};
+use super::staged::{StageWriter, StagedRecords, default_window};
 use crate::Index;
 use crate::error::KernelError;
 use crate::isa::{Simd, Task};

@@ -39,7 +39,7 @@ use std::ops::Range;
 
 /// The records of one staged call: window-major, each window's records
 /// task by task in walk order.
-pub(crate) struct Staging {
+pub(crate) struct StagedRecords {
     /// A window holds edge ids `w << shift .. (w + 1) << shift`.
     shift: u32,
     out_len: usize,
@@ -63,7 +63,7 @@ pub(crate) fn default_window(out_len: usize) -> usize {
     1 << edges.ilog2()
 }
 
-impl Staging {
+impl StagedRecords {
     /// Plans the records of `num_edges` edges, `out_len` floats per message,
     /// in windows of `window` edge ids (rounded down to a power of two).
     /// Task `t` walks the slots `task_slots[t]` of `eids`, which hold every
@@ -179,7 +179,7 @@ mod tests {
         let eids: Vec<i32> = (0..num_edges).map(|k| ((k * 3 + 2) % num_edges) as i32).collect();
         let cut = [0, num_edges / 3, num_edges / 2, num_edges];
         let tasks: Vec<Range<usize>> = cut.windows(2).map(|w| w[0]..w[1]).collect();
-        let mut plan = Staging::plan(&eids, &tasks, num_edges, out_len, window);
+        let mut plan = StagedRecords::plan(&eids, &tasks, num_edges, out_len, window);
         for (slots, mut writer) in tasks.iter().zip(plan.writers()) {
             for &e in &eids[slots.clone()] {
                 let e = e as usize;
