@@ -51,9 +51,10 @@
 //! rows").
 //!
 //! g-SDDMM with one float per edge, a large output and edge ids scattered
-//! along the walk runs it directly against staged by edge-id window
-//! ([`Staged`]): the staged pass replaces random read-for-ownership writes
-//! by sequential record streams (docs/PERFORMANCE.md, "Staged narrow
+//! along the walk times the plain pass against one that stages its
+//! messages by edge-id window ([`Staged`]), again instead of a blocking
+//! trial: staging replaces random read-for-ownership writes by sequential
+//! record streams (docs/PERFORMANCE.md, "Staged narrow
 //! messages").
 
 use super::BlockCache;
