@@ -438,8 +438,13 @@ fn sddmm_suite<I: Index>(seed: u64) {
     gs.push(("src-sorted", Graph::from_coo(25, 25, ids(s), ids(d)).unwrap()));
     for (name, g) in &gs {
         for (i, &d) in feats().iter().enumerate() {
-            for (c, (op, lt, rt, ls, rs)) in message_cases(d).into_iter().enumerate() {
-                if c != 0 && c != 7 && (i + c) % 3 != 0 {
+            // Plus single-head dots both ways round (the row operand as lhs
+            // or rhs): the dense dot walk takes them at whole vectors.
+            let mut cases = message_cases(d);
+            cases.push((K::Dot, Target::Src, Target::Dst, vec![d], vec![d]));
+            cases.push((K::Dot, Target::Dst, Target::Src, vec![d], vec![d]));
+            for (c, (op, lt, rt, ls, rs)) in cases.into_iter().enumerate() {
+                if c != 0 && c < 7 && (i + c) % 3 != 0 {
                     continue;
                 }
                 let spec = SddmmSpec::new(op, lt, rt);
@@ -448,7 +453,7 @@ fn sddmm_suite<I: Index>(seed: u64) {
                 let rhs = tensor(&mut rng, rows_of(g, rt), &rs, op == K::Div, specials);
                 let mut shape = vec![g.num_edges()];
                 if op == K::Dot {
-                    shape.extend([ls[0], 1]);
+                    shape.extend([&ls[..ls.len() - 1], &[1]].concat());
                 } else if ls.len() == 2 {
                     shape.extend_from_slice(&ls);
                 } else {

@@ -22,7 +22,8 @@
 use gnnkern_simd::buffer::aligned_filled;
 use gnnkern_simd::isa::{IsaLevel, with_level};
 use gnnkern_simd::kernels::{
-    BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs, edge_softmax, prefers_edge_order, sddmm, spmm,
+    BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, edge_softmax, prefers_edge_order, sddmm,
+    sddmm_staging_into, spmm,
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
@@ -217,10 +218,16 @@ impl Bench<'_> {
         let e = self.csr.num_edges();
         let mut out = aligned_filled(e * plan.out_len, 0f32);
         let csr = if order == SddmmOrder::InCsr { self.csr } else { self.out_csr };
-        // The plain pass also runs staged where it may (narrow rows).
-        let stagings: &[Staging] =
-            if blocked.is_none() && plan.out_len < 16 { &[Staging::Off, self.staged] } else { &[Staging::Off] };
-        for &staging in stagings {
+        // The plain pass also runs staged where it may (narrow rows): with a
+        // fresh records buffer per call, and with one kept across calls (as
+        // the backend keeps one per graph).
+        let stagings: &[(Staging, bool)] = if blocked.is_none() && plan.out_len < 16 {
+            &[(Staging::Off, false), (self.staged, false), (self.staged, true)]
+        } else {
+            &[(Staging::Off, false)]
+        };
+        let mut kept = StagingBuffer::default();
+        for &(staging, reuse) in stagings {
             let ms = with_tuning(Tuning { staging, ..active_tuning() }, || {
                 median_ms(self.reps, || {
                     let args = SddmmArgs {
@@ -233,16 +240,21 @@ impl Bench<'_> {
                         rhs: y,
                         out: &mut out,
                     };
-                    sddmm::<O, i32>(args, blocked).unwrap();
+                    if reuse {
+                        sddmm_staging_into::<O, i32>(args, &mut kept).unwrap();
+                    } else {
+                        sddmm::<O, i32>(args, blocked).unwrap();
+                    }
                 })
             });
             let n = self.csr.num_rows() as f64;
             let bytes = 8.0 * e as f64 + 2.0 * 4.0 * n * plan.lhs_len as f64 + 4.0 * out.len() as f64;
             let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+            let kept = if reuse { ", kept buffer" } else { "" };
             let staged = match staging {
                 Staging::Off => String::new(),
-                Staging::Windows(n) => format!(", staged, windows of {n}"),
-                _ => ", staged".into(),
+                Staging::Windows(n) => format!(", staged, windows of {n}{kept}"),
+                _ => format!(", staged{kept}"),
             };
             let variant = match blocked {
                 Some(l) => format!("{order:?}, {} blocks", l.num_blocks()),

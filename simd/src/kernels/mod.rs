@@ -16,6 +16,8 @@ pub use blocked::BlockedCsr;
 pub use common::SharedMut;
 pub use sddmm::{
     SddmmArgs, SddmmOrder, sddmm, sddmm_blocking, sddmm_ids_scattered, sddmm_may_stage, sddmm_may_stream, sddmm_order,
+    sddmm_staging_into,
 };
 pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};
 pub use spmm::{SpmmArgs, spmm, spmm_blocking};
+pub use staged::StagingBuffer;

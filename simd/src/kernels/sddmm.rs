@@ -29,7 +29,7 @@ use super::blocked::BlockedCsr;
 use super::common::{
     EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, widest_gathered_row,
 };
-use super::staged::{StageWriter, StagedRecords, default_window};
+use super::staged::{StageWriter, StagedRecords, StagingBuffer, default_window};
 use crate::Index;
 use crate::error::KernelError;
 use crate::isa::{Simd, Task};
@@ -145,16 +145,33 @@ pub fn sddmm_may_stage<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool {
 /// blocks of `blocked` (a layout of the in-CSR) when given. The plain pass
 /// stages its messages under `Staging::On` / `Windows` (`super::staged`);
 /// the blocked pass writes `out[eid]` directly.
+/// A staged call allocates its records and frees them at return; see
+/// [`sddmm_staging_into`] to keep them between calls.
 pub fn sddmm<O: BinaryOp, I: Index>(
     args: SddmmArgs<'_, I>,
     blocked: Option<&BlockedCsr<I>>,
 ) -> Result<(), KernelError> {
-    crate::isa::with_token(crate::isa::active_level(), SddmmEntry::<O, I> { args, blocked, _op: PhantomData })
+    let staging = &mut StagingBuffer::default();
+    crate::isa::with_token(crate::isa::active_level(), SddmmEntry::<O, I> { args, blocked, staging, _op: PhantomData })
+}
+
+/// [`sddmm`]'s plain pass, staging (under `Staging::On` / `Windows`) in
+/// `staging`'s storage, which keeps it for the caller's next call. The
+/// backend keeps one per graph.
+pub fn sddmm_staging_into<O: BinaryOp, I: Index>(
+    args: SddmmArgs<'_, I>,
+    staging: &mut StagingBuffer,
+) -> Result<(), KernelError> {
+    crate::isa::with_token(
+        crate::isa::active_level(),
+        SddmmEntry::<O, I> { args, blocked: None, staging, _op: PhantomData },
+    )
 }
 
 struct SddmmEntry<'a, 'b, O, I: Index> {
     args: SddmmArgs<'a, I>,
     blocked: Option<&'b BlockedCsr<I>>,
+    staging: &'b mut StagingBuffer,
     _op: PhantomData<O>,
 }
 
@@ -228,11 +245,13 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
                 };
                 let slots: Vec<_> =
                     bounds.windows(2).map(|w| indptr[w[0]].to_usize()..indptr[w[1]].to_usize()).collect();
-                let mut staged = StagedRecords::plan(csr.eids(), &slots, csr.num_edges(), plan.out_len, window);
+                let edges = (csr.num_edges(), plan.out_len);
+                let mut staged = StagedRecords::plan(csr.eids(), &slots, edges, window, self.staging);
                 bounds.par_windows(2).zip(staged.writers()).for_each(|(w, sink)| {
                     s.vectorize(PlainRows::<O, I, _> { ctx, csr, rows: w[0]..w[1], sink, _op: PhantomData });
                 });
                 staged.drain(out);
+                staged.finish(self.staging);
             }
             Some(layout) => {
                 let ctx = Ctx { ids: EdgeIds { cols: layout.cols(), eids: layout.eids() }, ..ctx };
@@ -312,11 +331,26 @@ impl<O: BinaryOp, I: Index, K: MessageSink + Send> Task for PlainRows<'_, O, I, 
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(mut self, s: S) {
-        for r in self.rows {
-            // SAFETY: the row range of a validated CSR indexes its own id
-            // arrays (`ctx.ids` = the CSR's); rows are split disjointly, and
-            // the sink is this task's.
-            unsafe { edge_messages::<O, I, S>(s, &self.ctx, r, self.csr.row_range(r), &mut self.sink) };
+        if let Some(dense) = DenseDot::of::<O, S>(&self.ctx) {
+            let v = dense.len / S::LANES;
+            for r in self.rows.clone() {
+                // SAFETY: as below, and `DenseDot::of` checked the operands.
+                unsafe {
+                    match v {
+                        1 => dense_dots::<O, I, S, 1>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
+                        2 => dense_dots::<O, I, S, 2>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
+                        4 => dense_dots::<O, I, S, 4>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
+                        _ => dense_dots::<O, I, S, 8>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
+                    }
+                }
+            }
+        } else {
+            for r in self.rows {
+                // SAFETY: the row range of a validated CSR indexes its own id
+                // arrays (`ctx.ids` = the CSR's); rows are split disjointly, and
+                // the sink is this task's.
+                unsafe { edge_messages::<O, I, S>(s, &self.ctx, r, self.csr.row_range(r), &mut self.sink) };
+            }
         }
         if self.ctx.stream_out {
             // The task's streamed messages are visible before it reports done.
@@ -412,6 +446,86 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
                     s.store(p, m);
                 }
             }
+        }
+    }
+}
+
+/// A dot whose one slot is `V` full vectors, one operand on the walk's row
+/// side and the other gathered by column id (u_dot_v in either walk).
+struct DenseDot {
+    /// K, a multiple of the lanes up to 8 vectors.
+    len: usize,
+    /// The lhs is the row-side operand (else the rhs is).
+    row_is_lhs: bool,
+}
+
+impl DenseDot {
+    fn of<O: BinaryOp, S: Simd>(ctx: &Ctx<'_, impl Index>) -> Option<Self> {
+        let [sl] = ctx.slots else { return None };
+        let v = sl.len / S::LANES;
+        let row_side = if ctx.rows_are_dst { Target::Dst } else { Target::Src };
+        let col_side = if ctx.rows_are_dst { Target::Src } else { Target::Dst };
+        let dense = O::REDUCES_LAST_DIM
+            && O::USE_LHS
+            && O::USE_RHS
+            && sl.len == v * S::LANES
+            && matches!(v, 1 | 2 | 4 | 8)
+            && ctx.lhs.contiguous
+            && ctx.rhs.contiguous
+            && sl.out == 0
+            && ((ctx.lhs.target, ctx.rhs.target) == (row_side, col_side)
+                || (ctx.lhs.target, ctx.rhs.target) == (col_side, row_side));
+        dense.then_some(Self { len: sl.len, row_is_lhs: ctx.lhs.target == row_side })
+    }
+}
+
+/// [`edge_messages`] for a [`DenseDot`]: the row operand's address once per
+/// row, then per edge one column id, one row address and the dot of `V`
+/// vectors (the same [`dot`], so bitwise the same messages). The general
+/// loop re-reads the slot list, picks both operands' rows by target and
+/// runs `dot`'s loops at a run-time length per edge; without that, the
+/// plain u_dot_v walk on 2^24 edges ran 1.35-1.54x faster at d = 32 on the
+/// Intel Xeon VM (`docs/PERFORMANCE.md`, "Staged narrow messages"), which,
+/// like the g-SpMM dense path, puts more edges and so more outstanding
+/// misses into the out-of-order window.
+///
+/// # Safety
+/// As for [`edge_messages`], and `DenseDot::of(ctx)` gave `dense`, `V`
+/// vectors long.
+#[inline(always)]
+unsafe fn dense_dots<O: BinaryOp, I: Index, S: Simd, const V: usize>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    dense: &DenseDot,
+    r: usize,
+    slots: std::ops::Range<usize>,
+    sink: &mut impl MessageSink,
+) {
+    let (cols, eids) = (ctx.ids.cols, ctx.ids.eids);
+    let sl = ctx.slots[0];
+    let (row_op, col_op, row_off, col_off) =
+        if dense.row_is_lhs { (&ctx.lhs, &ctx.rhs, sl.lhs, sl.rhs) } else { (&ctx.rhs, &ctx.lhs, sl.rhs, sl.lhs) };
+    // SAFETY: `r` is a row of the row side, whose operand rows were checked.
+    let row = unsafe { row_op.data.as_ptr().add(r * row_op.row_len + row_off) };
+    let col_base = col_op.data.as_ptr();
+    for k in slots {
+        let kp = k + ctx.prefetch;
+        if ctx.prefetch > 0 && kp < cols.len() {
+            // SAFETY: slot `kp` of `ctx.ids` holds an in-bounds column id.
+            let c = unsafe { cols.get_unchecked(kp).to_usize() };
+            prefetch_row(s, col_base.wrapping_add(c * col_op.row_len), col_op.row_len);
+        }
+        // SAFETY: by the contract `k` indexes `ctx.ids`, whose ids are in
+        // bounds; the slot's `V` vectors lie inside both operand rows.
+        unsafe {
+            let c = cols.get_unchecked(k).to_usize();
+            let col = col_base.add(c * col_op.row_len + col_off);
+            let m = if dense.row_is_lhs {
+                dot::<O, S>(s, row, col, V * S::LANES)
+            } else {
+                dot::<O, S>(s, col, row, V * S::LANES)
+            };
+            *sink.row(eids.get_unchecked(k).to_usize()) = m;
         }
     }
 }

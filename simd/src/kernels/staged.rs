@@ -27,12 +27,15 @@
 //! RMAT edges at d = 32 it made u_dot_v's kernel 1.13-1.79x faster on the
 //! Intel Xeon VM, 1.06x end to end (`docs/PERFORMANCE.md`, "Staged narrow
 //! messages"); with 4-float rows it was slower, so only one-float rows are
-//! nominated (`super::sddmm_may_stage`). The buffer is a temporary of
-//! `E × (1 + h)` floats: proportional to the output, not to `E × d`.
+//! nominated (`super::sddmm_may_stage`). The buffer holds `E × (1 + h)`
+//! floats: proportional to the output, not to `E × d`. [`super::sddmm`]
+//! allocates it per call; [`super::sddmm_staging_into`] keeps it in a
+//! caller's [`StagingBuffer`] (the backend keeps one per graph), which saves
+//! its page faults and fill on every later call.
 
 use super::common::SharedMut;
 use crate::Index;
-use crate::buffer::{AlignedVec, aligned_filled};
+use crate::buffer::{AlignedVec, CACHE_LINE, aligned_filled};
 use crate::tuning::cache_budget;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -55,6 +58,43 @@ pub(crate) struct StagedRecords {
     records: AlignedVec<f32>,
 }
 
+/// The records buffer of staged g-SDDMM calls, kept by a caller between
+/// calls ([`super::sddmm_staging_into`]): a fresh 128 MiB buffer (2^24
+/// one-float records) cost ~45 ms of page faults and zero fill per call on
+/// the Intel Xeon VM, a tenth of the call (`docs/PERFORMANCE.md`, "Staged
+/// narrow messages"). It grows to the largest call it served and is freed
+/// on drop.
+pub struct StagingBuffer {
+    records: AlignedVec<f32>,
+}
+
+impl Default for StagingBuffer {
+    fn default() -> Self {
+        Self { records: AlignedVec::new(CACHE_LINE) }
+    }
+}
+
+impl StagingBuffer {
+    /// Heap bytes held.
+    pub fn bytes(&self) -> usize {
+        self.records.capacity() * size_of::<f32>()
+    }
+
+    /// The buffer as `len` floats: reused when its capacity suffices (old
+    /// values stay; a staged call writes every record before reading it),
+    /// else a new line-aligned, huge-page advised one.
+    fn take(&mut self, len: usize) -> AlignedVec<f32> {
+        let mut records = std::mem::replace(&mut self.records, AlignedVec::new(CACHE_LINE));
+        if records.capacity() < len {
+            // Dropped first: the old and the new buffer never coexist.
+            drop(records);
+            return aligned_filled(len, 0.0);
+        }
+        records.resize(len, 0.0);
+        records
+    }
+}
+
 /// Edges per window for `out_len`-float messages: the largest power of two
 /// whose output slice takes at most half the cache budget (the other half
 /// streams the records through), at least 1.
@@ -65,15 +105,16 @@ pub(crate) fn default_window(out_len: usize) -> usize {
 
 impl StagedRecords {
     /// Plans the records of `num_edges` edges, `out_len` floats per message,
-    /// in windows of `window` edge ids (rounded down to a power of two).
-    /// Task `t` walks the slots `task_slots[t]` of `eids`, which hold every
-    /// edge id below `num_edges` once (a validated CSR's).
+    /// in windows of `window` edge ids (rounded down to a power of two), in
+    /// `buffer`'s storage. Task `t` walks the slots `task_slots[t]` of
+    /// `eids`, which hold every edge id below `num_edges` once (a validated
+    /// CSR's). [`Self::finish`] gives the storage back.
     pub(crate) fn plan<I: Index>(
         eids: &[I],
         task_slots: &[Range<usize>],
-        num_edges: usize,
-        out_len: usize,
+        (num_edges, out_len): (usize, usize),
         window: usize,
+        buffer: &mut StagingBuffer,
     ) -> Self {
         // Ids within a window are stored as 32-bit patterns.
         let shift = window.max(1).ilog2().min(31);
@@ -100,14 +141,12 @@ impl StagedRecords {
         }
         window_starts.push(next);
         debug_assert_eq!(next, num_edges, "every edge id occurs once");
-        Self {
-            shift,
-            out_len,
-            run_starts,
-            num_windows,
-            window_starts,
-            records: aligned_filled(next * (1 + out_len), 0.0),
-        }
+        Self { shift, out_len, run_starts, num_windows, window_starts, records: buffer.take(next * (1 + out_len)) }
+    }
+
+    /// Returns the records' storage to `buffer` for the next call.
+    pub(crate) fn finish(self, buffer: &mut StagingBuffer) {
+        buffer.records = self.records;
     }
 
     /// One writer per task, in task order; they write disjoint records.
@@ -131,6 +170,16 @@ impl StagedRecords {
         let (len, stride) = (self.out_len, 1 + self.out_len);
         out.par_chunks_mut(len << self.shift).enumerate().for_each(|(w, window)| {
             let records = &self.records[self.window_starts[w] * stride..self.window_starts[w + 1] * stride];
+            if len == 1 {
+                // The case staging is for: one store per record, where a
+                // `copy_from_slice` of a run-time length is a `memcpy` call
+                // per record. 2^24 records: 73 -> 34 ms on the Intel Xeon VM
+                // (docs/PERFORMANCE.md, "Staged narrow messages").
+                for r in records.chunks_exact(2) {
+                    window[r[0].to_bits() as usize] = r[1];
+                }
+                return;
+            }
             for r in records.chunks_exact(stride) {
                 let at = r[0].to_bits() as usize * len;
                 window[at..at + len].copy_from_slice(&r[1..]);
@@ -173,13 +222,13 @@ mod tests {
     use super::*;
 
     /// Stages `out_len`-float messages `[e + 1/2, e + 1/4, e + 1/6]` of
-    /// edges whose ids are a scrambled permutation (3k + 2 mod 7 for 7
-    /// edges), walked by three tasks.
-    fn staged(num_edges: usize, out_len: usize, window: usize) -> Vec<f32> {
+    /// edges whose ids are a scrambled permutation (3k + 2 mod `num_edges`,
+    /// which 3 must not divide), walked by three tasks, in `buffer`.
+    fn staged(num_edges: usize, out_len: usize, window: usize, buffer: &mut StagingBuffer) -> Vec<f32> {
         let eids: Vec<i32> = (0..num_edges).map(|k| ((k * 3 + 2) % num_edges) as i32).collect();
         let cut = [0, num_edges / 3, num_edges / 2, num_edges];
         let tasks: Vec<Range<usize>> = cut.windows(2).map(|w| w[0]..w[1]).collect();
-        let mut plan = StagedRecords::plan(&eids, &tasks, num_edges, out_len, window);
+        let mut plan = StagedRecords::plan(&eids, &tasks, (num_edges, out_len), window, buffer);
         for (slots, mut writer) in tasks.iter().zip(plan.writers()) {
             for &e in &eids[slots.clone()] {
                 let e = e as usize;
@@ -193,21 +242,27 @@ mod tests {
         }
         let mut out = vec![f32::NAN; num_edges * out_len];
         plan.drain(&mut out);
+        plan.finish(buffer);
         out
     }
 
     #[test]
     fn every_message_lands_at_its_edge_id() {
-        // 7 edges: windows of 1, 2 (3 rounded down), 4 and one larger than
-        // the ids; 1- and 3-float rows.
-        for window in [1, 3, 4, 64] {
-            for out_len in [1, 3] {
-                let out = staged(7, out_len, window);
-                for (e, row) in out.chunks_exact(out_len).enumerate() {
-                    let want: Vec<f32> = (0..out_len).map(|i| e as f32 + 0.5 / (i + 1) as f32).collect();
-                    assert_eq!(row, &want[..], "edge {e}, window {window}, {out_len} floats");
+        // 7 and 13 edges: windows of 1, 2 (3 rounded down), 4 and one
+        // larger than the ids; 1- and 3-float rows. One buffer serves every
+        // call, so records are reused with stale values, shrunk and grown.
+        let mut buffer = StagingBuffer::default();
+        for num_edges in [7, 13] {
+            for window in [1, 3, 4, 64] {
+                for out_len in [1, 3] {
+                    let out = staged(num_edges, out_len, window, &mut buffer);
+                    for (e, row) in out.chunks_exact(out_len).enumerate() {
+                        let want: Vec<f32> = (0..out_len).map(|i| e as f32 + 0.5 / (i + 1) as f32).collect();
+                        assert_eq!(row, &want[..], "edge {e} of {num_edges}, window {window}, {out_len} floats");
+                    }
                 }
             }
         }
+        assert_eq!(buffer.bytes(), 13 * 4 * 4, "grown to the largest call (13 edges, 3 floats + id)");
     }
 }
