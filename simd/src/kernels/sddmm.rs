@@ -145,6 +145,7 @@ pub fn sddmm_may_stage<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool {
 /// blocks of `blocked` (a layout of the in-CSR) when given. The plain pass
 /// stages its messages under `Staging::On` / `Windows` (`super::staged`);
 /// the blocked pass writes `out[eid]` directly.
+///
 /// A staged call allocates its records and frees them at return; see
 /// [`sddmm_staging_into`] to keep them between calls.
 pub fn sddmm<O: BinaryOp, I: Index>(
@@ -539,5 +540,67 @@ fn prefetch_row<S: Simd>(s: S, row: *const f32, len: usize) {
     while off < len.min(128) {
         s.prefetch(row.wrapping_add(off));
         off += 16;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isa::{IsaLevel, with_level};
+    use crate::layout::OperandShape;
+    use crate::op::Dot;
+    use crate::tuning::{Tuning, with_tuning};
+
+    /// In-CSR of 4 sources -> 3 destinations, edges (u, v, e) with scrambled
+    /// ids: (0,0,4) (2,0,1) (1,1,5) (3,1,0) (0,2,3) (3,2,2).
+    fn in_csr() -> (Vec<i32>, Vec<i32>, Vec<i32>) {
+        (vec![0, 2, 4, 6], vec![0, 2, 1, 3, 0, 3], vec![4, 1, 5, 0, 3, 2])
+    }
+
+    /// Small integers, so every dot below is exact in f32.
+    fn features(rows: usize, d: usize, seed: usize) -> Vec<f32> {
+        (0..rows * d).map(|i| ((i * 7 + seed * 3) % 5) as f32 - 2.0).collect()
+    }
+
+    #[test]
+    fn single_head_dots_are_exact_at_every_level_both_ways_round_and_staged() {
+        let (indptr, cols, eids) = in_csr();
+        // SAFETY: rows sorted by column, ids in bounds, eids a permutation.
+        let csr = unsafe { CsrView::new_unchecked(&indptr, &cols, &eids, 4) };
+        let edges = [(0, 0, 4), (2, 0, 1), (1, 1, 5), (3, 1, 0), (0, 2, 3), (3, 2, 2)];
+        // Whole vectors of every level (dense walk) and 48 = 3 AVX-512 vectors (general loop).
+        for d in [8, 16, 32, 48, 128] {
+            let (x, y) = (features(4, d, 1), features(3, d, 2));
+            let plan = BroadcastPlan::new(OperandShape::of::<Dot>(), &[d], &[d]).unwrap();
+            for src_is_lhs in [true, false] {
+                let (lhs, rhs, lt, rt) =
+                    if src_is_lhs { (&x, &y, Target::Src, Target::Dst) } else { (&y, &x, Target::Dst, Target::Src) };
+                let mut want = [0f32; 6];
+                for (u, v, e) in edges {
+                    let dot: f64 = (0..d).map(|j| f64::from(x[u * d + j]) * f64::from(y[v * d + j])).sum();
+                    want[e] = dot as f32;
+                }
+                for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+                    for staging in [Staging::Off, Staging::Windows(2)] {
+                        let mut out = [f32::NAN; 6];
+                        let args = SddmmArgs {
+                            csr,
+                            order: SddmmOrder::InCsr,
+                            lhs_target: lt,
+                            rhs_target: rt,
+                            plan: &plan,
+                            lhs,
+                            rhs,
+                            out: &mut out,
+                        };
+                        let tuning = Tuning { staging, ..Tuning::DEFAULT };
+                        let ran = with_level(level, || with_tuning(tuning, || sddmm::<Dot, i32>(args, None)));
+                        let Ok(result) = ran else { continue }; // level not on this CPU
+                        result.unwrap();
+                        assert_eq!(out, want, "d = {d}, src lhs {src_is_lhs}, {level:?}, {staging:?}");
+                    }
+                }
+            }
+        }
     }
 }

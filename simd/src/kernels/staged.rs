@@ -60,7 +60,7 @@ pub(crate) struct StagedRecords {
 
 /// The records buffer of staged g-SDDMM calls, kept by a caller between
 /// calls ([`super::sddmm_staging_into`]): a fresh 128 MiB buffer (2^24
-/// one-float records) cost ~45 ms of page faults and zero fill per call on
+/// one-float records) cost ~40 ms of page faults and zero fill per call on
 /// the Intel Xeon VM, a tenth of the call (`docs/PERFORMANCE.md`, "Staged
 /// narrow messages"). It grows to the largest call it served and is freed
 /// on drop.
