@@ -250,11 +250,11 @@ impl Bench<'_> {
             let n = self.csr.num_rows() as f64;
             let bytes = 8.0 * e as f64 + 2.0 * 4.0 * n * plan.lhs_len as f64 + 4.0 * out.len() as f64;
             let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
-            let kept = if reuse { ", kept buffer" } else { "" };
+            let reused = if reuse { ", kept buffer" } else { "" };
             let staged = match staging {
                 Staging::Off => String::new(),
-                Staging::Windows(n) => format!(", staged, windows of {n}{kept}"),
-                _ => format!(", staged{kept}"),
+                Staging::Windows(n) => format!(", staged, windows of {n}{reused}"),
+                _ => format!(", staged{reused}"),
             };
             let variant = match blocked {
                 Some(l) => format!("{order:?}, {} blocks", l.num_blocks()),

@@ -333,11 +333,10 @@ impl<O: BinaryOp, I: Index, K: MessageSink + Send> Task for PlainRows<'_, O, I, 
     #[inline(always)]
     fn run<S: Simd>(mut self, s: S) {
         if let Some(dense) = DenseDot::of::<O, S>(&self.ctx) {
-            let v = dense.len / S::LANES;
             for r in self.rows.clone() {
                 // SAFETY: as below, and `DenseDot::of` checked the operands.
                 unsafe {
-                    match v {
+                    match dense.vectors {
                         1 => dense_dots::<O, I, S, 1>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
                         2 => dense_dots::<O, I, S, 2>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
                         4 => dense_dots::<O, I, S, 4>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
@@ -454,8 +453,8 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
 /// A dot whose one slot is `V` full vectors, one operand on the walk's row
 /// side and the other gathered by column id (u_dot_v in either walk).
 struct DenseDot {
-    /// K, a multiple of the lanes up to 8 vectors.
-    len: usize,
+    /// K in vectors: 1, 2, 4 or 8.
+    vectors: usize,
     /// The lhs is the row-side operand (else the rhs is).
     row_is_lhs: bool,
 }
@@ -476,7 +475,7 @@ impl DenseDot {
             && sl.out == 0
             && ((ctx.lhs.target, ctx.rhs.target) == (row_side, col_side)
                 || (ctx.lhs.target, ctx.rhs.target) == (col_side, row_side));
-        dense.then_some(Self { len: sl.len, row_is_lhs: ctx.lhs.target == row_side })
+        dense.then_some(Self { vectors: v, row_is_lhs: ctx.lhs.target == row_side })
     }
 }
 

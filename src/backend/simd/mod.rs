@@ -270,7 +270,8 @@ impl Backend for Simd {
             let staging = graph.cached(|| Ok(StagingCache::default()))?;
             return plain_pass_trial::<I, trials::Staged>(graph, sig, staged, &mut || {
                 let args = sddmm_args(csr, order, call.reborrow());
-                // A concurrent call on this graph holds the buffer: stage in a fresh one.
+                // A concurrent call on this graph holds the buffer (or a panic in
+                // one poisoned it): stage in a fresh one.
                 match staging.0.try_lock() {
                     Ok(mut buffer) => {
                         if active_tuning().staging == Staging::Auto {
