@@ -438,11 +438,13 @@ fn sddmm_suite<I: Index>(seed: u64) {
     gs.push(("src-sorted", Graph::from_coo(25, 25, ids(s), ids(d)).unwrap()));
     for (name, g) in &gs {
         for (i, &d) in feats().iter().enumerate() {
-            // Plus single-head dots both ways round (the row operand as lhs
-            // or rhs): the dense dot walk takes them at whole vectors.
+            // Plus single- and 2-head dots the other way round (the row
+            // operand as lhs or rhs): the dense dot walk takes them at whole
+            // vectors.
             let mut cases = message_cases(d);
             cases.push((K::Dot, Target::Src, Target::Dst, vec![d], vec![d]));
             cases.push((K::Dot, Target::Dst, Target::Src, vec![d], vec![d]));
+            cases.push((K::Dot, Target::Dst, Target::Src, vec![2, d], vec![2, d]));
             for (c, (op, lt, rt, ls, rs)) in cases.into_iter().enumerate() {
                 if c != 0 && c < 7 && (i + c) % 3 != 0 {
                     continue;

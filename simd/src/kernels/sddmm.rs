@@ -450,9 +450,13 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
     }
 }
 
-/// A dot whose one slot is `V` full vectors, one operand on the walk's row
-/// side and the other gathered by column id (u_dot_v in either walk).
+/// Dots of `heads` slots of `V` full vectors each, laid head after head in
+/// both operands and in the output (`slots[h] = (out h, lhs h·K, rhs h·K,
+/// K)`, K = `V`·lanes: a single-head u_dot_v, or GAT's multi-head
+/// `[N, H, K]` logits), one operand on the walk's row side and the other
+/// gathered by column id (either walk).
 struct DenseDot {
+    heads: usize,
     /// K in vectors: 1, 2, 4 or 8.
     vectors: usize,
     /// The lhs is the row-side operand (else the rhs is).
@@ -461,33 +465,35 @@ struct DenseDot {
 
 impl DenseDot {
     fn of<O: BinaryOp, S: Simd>(ctx: &Ctx<'_, impl Index>) -> Option<Self> {
-        let [sl] = ctx.slots else { return None };
-        let v = sl.len / S::LANES;
+        let k = ctx.slots.first()?.len;
+        let v = k / S::LANES;
         let row_side = if ctx.rows_are_dst { Target::Dst } else { Target::Src };
         let col_side = if ctx.rows_are_dst { Target::Src } else { Target::Dst };
+        let head_after_head =
+            ctx.slots.iter().enumerate().all(|(h, sl)| *sl == Slot { out: h, lhs: h * k, rhs: h * k, len: k });
         let dense = O::REDUCES_LAST_DIM
             && O::USE_LHS
             && O::USE_RHS
-            && sl.len == v * S::LANES
+            && k == v * S::LANES
             && matches!(v, 1 | 2 | 4 | 8)
+            && head_after_head
             && ctx.lhs.contiguous
             && ctx.rhs.contiguous
-            && sl.out == 0
             && ((ctx.lhs.target, ctx.rhs.target) == (row_side, col_side)
                 || (ctx.lhs.target, ctx.rhs.target) == (col_side, row_side));
-        dense.then_some(Self { vectors: v, row_is_lhs: ctx.lhs.target == row_side })
+        dense.then_some(Self { heads: ctx.slots.len(), vectors: v, row_is_lhs: ctx.lhs.target == row_side })
     }
 }
 
 /// [`edge_messages`] for a [`DenseDot`]: the row operand's address once per
-/// row, then per edge one column id, one row address and the dot of `V`
-/// vectors (the same [`dot`], so bitwise the same messages). The general
-/// loop re-reads the slot list, picks both operands' rows by target and
-/// runs `dot`'s loops at a run-time length per edge; without that, the
-/// plain u_dot_v walk on 2^24 edges ran 1.35-1.54x faster at d = 32 on the
-/// Intel Xeon VM (`docs/PERFORMANCE.md`, "Staged narrow messages"), which,
-/// like the g-SpMM dense path, puts more edges and so more outstanding
-/// misses into the out-of-order window.
+/// row, then per edge one column id, one row address and per head the dot
+/// of `V` vectors (the same [`dot`], so bitwise the same messages). The
+/// general loop re-reads the slot list, picks both operands' rows by target
+/// and runs `dot`'s loops at a run-time length per slot; without that, the
+/// plain single-head u_dot_v walk on 2^24 edges ran 1.35-1.54x faster at
+/// d = 32 on the Intel Xeon VM (`docs/PERFORMANCE.md`, "Staged narrow
+/// messages"), which, like the g-SpMM dense path, puts more edges and so
+/// more outstanding misses into the out-of-order window.
 ///
 /// # Safety
 /// As for [`edge_messages`], and `DenseDot::of(ctx)` gave `dense`, `V`
@@ -502,30 +508,31 @@ unsafe fn dense_dots<O: BinaryOp, I: Index, S: Simd, const V: usize>(
     sink: &mut impl MessageSink,
 ) {
     let (cols, eids) = (ctx.ids.cols, ctx.ids.eids);
-    let sl = ctx.slots[0];
-    let (row_op, col_op, row_off, col_off) =
-        if dense.row_is_lhs { (&ctx.lhs, &ctx.rhs, sl.lhs, sl.rhs) } else { (&ctx.rhs, &ctx.lhs, sl.rhs, sl.lhs) };
+    let k = V * S::LANES;
+    let (row_op, col_op) = if dense.row_is_lhs { (&ctx.lhs, &ctx.rhs) } else { (&ctx.rhs, &ctx.lhs) };
     // SAFETY: `r` is a row of the row side, whose operand rows were checked.
-    let row = unsafe { row_op.data.as_ptr().add(r * row_op.row_len + row_off) };
+    let row = unsafe { row_op.data.as_ptr().add(r * row_op.row_len) };
     let col_base = col_op.data.as_ptr();
-    for k in slots {
-        let kp = k + ctx.prefetch;
+    for k_slot in slots {
+        let kp = k_slot + ctx.prefetch;
         if ctx.prefetch > 0 && kp < cols.len() {
             // SAFETY: slot `kp` of `ctx.ids` holds an in-bounds column id.
             let c = unsafe { cols.get_unchecked(kp).to_usize() };
             prefetch_row(s, col_base.wrapping_add(c * col_op.row_len), col_op.row_len);
         }
-        // SAFETY: by the contract `k` indexes `ctx.ids`, whose ids are in
-        // bounds; the slot's `V` vectors lie inside both operand rows.
+        // SAFETY: by the contract `k_slot` indexes `ctx.ids`, whose ids are
+        // in bounds; head `h`'s `V` vectors at `h·K` lie inside both operand
+        // rows and its message at `h` inside the output row (`plan_slots`
+        // checked every slot, and `DenseDot::of` that they are these).
         unsafe {
-            let c = cols.get_unchecked(k).to_usize();
-            let col = col_base.add(c * col_op.row_len + col_off);
-            let m = if dense.row_is_lhs {
-                dot::<O, S>(s, row, col, V * S::LANES)
-            } else {
-                dot::<O, S>(s, col, row, V * S::LANES)
-            };
-            *sink.row(eids.get_unchecked(k).to_usize()) = m;
+            let c = cols.get_unchecked(k_slot).to_usize();
+            let col = col_base.add(c * col_op.row_len);
+            let out = sink.row(eids.get_unchecked(k_slot).to_usize());
+            for h in 0..dense.heads {
+                let (row_h, col_h) = (row.add(h * k), col.add(h * k));
+                *out.add(h) =
+                    if dense.row_is_lhs { dot::<O, S>(s, row_h, col_h, k) } else { dot::<O, S>(s, col_h, row_h, k) };
+            }
         }
     }
 }
@@ -562,41 +569,52 @@ mod tests {
     }
 
     #[test]
-    fn single_head_dots_are_exact_at_every_level_both_ways_round_and_staged() {
+    fn dots_are_exact_at_every_level_both_ways_round_and_staged() {
         let (indptr, cols, eids) = in_csr();
         // SAFETY: rows sorted by column, ids in bounds, eids a permutation.
         let csr = unsafe { CsrView::new_unchecked(&indptr, &cols, &eids, 4) };
         let edges = [(0, 0, 4), (2, 0, 1), (1, 1, 5), (3, 1, 0), (0, 2, 3), (3, 2, 2)];
-        // Whole vectors of every level (dense walk) and 48 = 3 AVX-512 vectors (general loop).
-        for d in [8, 16, 32, 48, 128] {
-            let (x, y) = (features(4, d, 1), features(3, d, 2));
-            let plan = BroadcastPlan::new(OperandShape::of::<Dot>(), &[d], &[d]).unwrap();
-            for src_is_lhs in [true, false] {
-                let (lhs, rhs, lt, rt) =
-                    if src_is_lhs { (&x, &y, Target::Src, Target::Dst) } else { (&y, &x, Target::Dst, Target::Src) };
-                let mut want = [0f32; 6];
-                for (u, v, e) in edges {
-                    let dot: f64 = (0..d).map(|j| f64::from(x[u * d + j]) * f64::from(y[v * d + j])).sum();
-                    want[e] = dot as f32;
-                }
-                for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
-                    for staging in [Staging::Off, Staging::Windows(2)] {
-                        let mut out = [f32::NAN; 6];
-                        let args = SddmmArgs {
-                            csr,
-                            order: SddmmOrder::InCsr,
-                            lhs_target: lt,
-                            rhs_target: rt,
-                            plan: &plan,
-                            lhs,
-                            rhs,
-                            out: &mut out,
-                        };
-                        let tuning = Tuning { staging, ..Tuning::DEFAULT };
-                        let ran = with_level(level, || with_tuning(tuning, || sddmm::<Dot, i32>(args, None)));
-                        let Ok(result) = ran else { continue }; // level not on this CPU
-                        result.unwrap();
-                        assert_eq!(out, want, "d = {d}, src lhs {src_is_lhs}, {level:?}, {staging:?}");
+        // Heads of whole vectors at every level (dense walk) and of 48 = 3
+        // AVX-512 vectors (general loop), written directly and staged.
+        for heads in [1, 3] {
+            for d in [8, 16, 32, 48, 128] {
+                let hd = heads * d;
+                let (x, y) = (features(4, hd, 1), features(3, hd, 2));
+                let plan = BroadcastPlan::new(OperandShape::of::<Dot>(), &[heads, d], &[heads, d]).unwrap();
+                for src_is_lhs in [true, false] {
+                    let (lhs, rhs, lt, rt) = if src_is_lhs {
+                        (&x, &y, Target::Src, Target::Dst)
+                    } else {
+                        (&y, &x, Target::Dst, Target::Src)
+                    };
+                    let mut want = vec![0f32; 6 * heads];
+                    for (u, v, e) in edges {
+                        for h in 0..heads {
+                            let at = |row: usize, j: usize| row * hd + h * d + j;
+                            let dot: f64 = (0..d).map(|j| f64::from(x[at(u, j)]) * f64::from(y[at(v, j)])).sum();
+                            want[e * heads + h] = dot as f32;
+                        }
+                    }
+                    for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+                        for staging in [Staging::Off, Staging::Windows(2)] {
+                            let mut out = vec![f32::NAN; 6 * heads];
+                            let args = SddmmArgs {
+                                csr,
+                                order: SddmmOrder::InCsr,
+                                lhs_target: lt,
+                                rhs_target: rt,
+                                plan: &plan,
+                                lhs,
+                                rhs,
+                                out: &mut out,
+                            };
+                            let tuning = Tuning { staging, ..Tuning::DEFAULT };
+                            let ran = with_level(level, || with_tuning(tuning, || sddmm::<Dot, i32>(args, None)));
+                            let Ok(result) = ran else { continue }; // level not on this CPU
+                            result.unwrap();
+                            let what = format!("{heads} x {d}, src lhs {src_is_lhs}, {level:?}, {staging:?}");
+                            assert_eq!(out, want, "{what}");
+                        }
                     }
                 }
             }
