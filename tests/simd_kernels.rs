@@ -438,9 +438,9 @@ fn sddmm_suite<I: Index>(seed: u64) {
     gs.push(("src-sorted", Graph::from_coo(25, 25, ids(s), ids(d)).unwrap()));
     for (name, g) in &gs {
         for (i, &d) in feats().iter().enumerate() {
-            // Plus single- and 2-head dots the other way round (the row
-            // operand as lhs or rhs): the dense dot walk takes them at whole
-            // vectors.
+            // Plus single-head dots both ways round (the row operand as lhs
+            // or rhs) and `message_cases`' 2-head dot with its operands
+            // swapped: the dense dot walk takes them at whole vectors.
             let mut cases = message_cases(d);
             cases.push((K::Dot, Target::Src, Target::Dst, vec![d], vec![d]));
             cases.push((K::Dot, Target::Dst, Target::Src, vec![d], vec![d]));
