@@ -14,7 +14,7 @@
 mod common;
 
 use common::rng::Rng;
-use gnnkern::backend::simd::{PassKind, cache_bytes, last_pass};
+use gnnkern::backend::simd::{PassKind, cache_bytes, last_pass, staging_bytes};
 use gnnkern::op::{BinaryOpKind, ReduceKind, Target};
 use gnnkern::{BackendKind, Exec, Graph, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
 
@@ -85,7 +85,11 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
     let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_dot_v()).collect();
-    assert_trial("u_dot_v", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
+    let passes = assert_trial("u_dot_v", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
+    // The graph keeps the records (an edge id and a message per edge) only
+    // while the decision is to stage.
+    let kept = if passes[8] == PassKind::Staged { e * 2 * 4 } else { 0 };
+    assert_eq!(staging_bytes(&g), kept, "u_dot_v: staging records held iff staged ({passes:?})");
 
     // Edge softmax: [E, 4] logits (5 MiB) exceed the budget, so the model
     // nominates the two-phase scheme; calls 1-6 follow the trial schedule,

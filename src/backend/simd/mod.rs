@@ -14,7 +14,10 @@
 //!   scheme, and whether g-SDDMM streams its vector messages or stages its
 //!   one-float ones ([`trials`]);
 //! - the CSR that g-SDDMM walks ([`SddmmOrder`]) and whether its edge ids
-//!   are scattered along it, decided once per graph.
+//!   are scattered along it, decided once per graph;
+//! - the records buffer of staged one-float g-SDDMM messages
+//!   ([`kernels::StagingBuffer`]), held while the graph's trial keeps the
+//!   staged pass; its memory is reported by [`staging_bytes`].
 //!
 //! [`last_pass`] tells which pass the last op on this thread ran.
 //!
@@ -121,6 +124,13 @@ pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
         .cached(|| Ok(BlockCache::<I>::default()))
         .map(|c| lock(&c.layouts).iter().map(|l| l.bytes()).sum())
         .unwrap_or(0)
+}
+
+/// Heap bytes of the staged g-SDDMM records this backend keeps for `graph`
+/// (`E × 2` floats while a one-float signature runs staged), 0 if none.
+/// Separate from [`cache_bytes`]: these are working storage, not a layout.
+pub fn staging_bytes<I: Index>(graph: &Graph<I>) -> usize {
+    graph.cached(|| Ok(StagingCache::default())).map(|c| lock(&c.0).bytes()).unwrap_or(0)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
