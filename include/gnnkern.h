@@ -233,7 +233,7 @@ enum gk_op
   GK_OP_COPY_LHS = 4,
   // b (DGL `copy_rhs`)
   GK_OP_COPY_RHS = 5,
-  // Σ_k a[k]·b[k] over the last feature dimension (kept as size 1).
+  // Σ_k a_k·b_k over the last feature dimension (kept as size 1).
   GK_OP_DOT = 6,
 };
 #ifndef __cplusplus

@@ -6,7 +6,7 @@
 //! - it returns a [`status::gk_status`]; on error,
 //!   [`status::gk_last_error_message`] names the problem, and nothing has
 //!   been written (no output tensor element, no handle);
-//! - no panic crosses the boundary ([`status::boundary`] catches it and
+//! - no panic crosses the boundary (the crate-private `status::boundary` catches it and
 //!   reports `GK_ERROR_PANIC`);
 //! - graphs are opaque registry handles ([`graph`] explains why), so a
 //!   destroyed or invented handle is an error, not a crash;

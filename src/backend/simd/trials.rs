@@ -69,7 +69,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Calls of one signature on one graph until the pass is decided (three
-/// plain, three nominated, see [`SCHEDULE`]); from call `CALLS_TO_DECIDE + 1`
+/// plain, three nominated: the private `SCHEDULE` of this module); from call `CALLS_TO_DECIDE + 1`
 /// on, every call runs the chosen pass. Benchmarks warm up at least this many
 /// calls.
 pub const CALLS_TO_DECIDE: usize = SCHEDULE.len();
