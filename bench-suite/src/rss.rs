@@ -6,7 +6,8 @@ pub fn peak_rss_mb() -> Option<f64> {
 }
 
 /// `VmRSS` (current RSS) in MiB; `None` off Linux.
-pub fn rss_mb() -> Option<f64> {
+#[cfg(test)]
+fn rss_mb() -> Option<f64> {
     status_mb("VmRSS:")
 }
 
@@ -35,7 +36,7 @@ pub fn reset_peak() -> bool {
 /// it raises to the size of each large block freed (up to 32 MiB), so a
 /// process that has freed big buffers keeps much of that memory resident.
 /// A no-op with other allocators.
-pub fn release_free_heap() {
+fn release_free_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers and may be called at any time;
     // it only releases pages of free chunks.
