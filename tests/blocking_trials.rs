@@ -4,7 +4,8 @@
 //! timings chose; the
 //! result never depends on which pass ran. The same for edge softmax's
 //! row-order and two-phase schemes, for g-SDDMM's plain and streamed
-//! stores, and for its plain and staged one-float messages.
+//! stores, for its plain and staged one-float messages, and for g-SpMM's
+//! plain and staged scalar edge weights.
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -88,8 +89,31 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     let passes = assert_trial("u_dot_v", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
     // The graph keeps the records (an edge id and a message per edge) only
     // while the decision is to stage.
-    let kept = if passes[8] == PassKind::Staged { e * 2 * 4 } else { 0 };
-    assert_eq!(staging_bytes(&g), kept, "u_dot_v: staging records held iff staged ({passes:?})");
+    let records = if passes[8] == PassKind::Staged { e * 2 * 4 } else { 0 };
+    assert_eq!(staging_bytes(&g), records, "u_dot_v: staging records held iff staged ({passes:?})");
+
+    // g-SpMM with a scalar edge weight: [E, 1] weights (1.3 MB) above the
+    // budget, read by edge ids scattered along the in-CSR, and source rows
+    // of 2 floats (160 KB) below it, so no blocking: staged weights against
+    // plain reads by edge id.
+    let x2 = Tensor::from_vec(rng.signed_vec(n * 2, 0.1, 1.0), vec![n, 2]).unwrap();
+    let w = Tensor::from_vec(rng.signed_vec(e, 0.1, 1.0), vec![e, 1]).unwrap();
+    let u_mul_e = || {
+        let mut out = Tensor::zeros(&[n, 2]).unwrap();
+        let io = SpmmIo { lhs: Some(x2.view()), rhs: Some(w.view()), out: out.view_mut(), arg_u: None, arg_e: None };
+        simd.gspmm(&g, SpmmSpec::new(BinaryOpKind::Mul, Target::Src, Target::Edge, ReduceKind::Sum), io).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_mul_e()).collect();
+    let passes = assert_trial("u_mul_e_sum", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
+    // The graph keeps the staged weights and their plan (two words per
+    // edge) only while the decision is to stage.
+    let held = staging_bytes(&g) - records;
+    if passes[8] == PassKind::Staged {
+        assert!(held >= e * 3 * 4, "u_mul_e_sum: {held} bytes held for {e} staged weights");
+    } else {
+        assert_eq!(held, 0, "u_mul_e_sum: nothing held after the trial kept plain ({passes:?})");
+    }
 
     // Edge softmax: [E, 4] logits (5 MiB) exceed the budget, so the model
     // nominates the two-phase scheme; calls 1-6 follow the trial schedule,

@@ -76,9 +76,11 @@ fn on_level<R>(level: IsaLevel, f: impl FnOnce() -> R) -> R {
     with_level(level, f).unwrap_or_else(|e| panic!("requested ISA level cannot run here: {e}"))
 }
 
-/// Plain (with and without streamed output stores), and source-blocked
-/// with tiny blocks (with and without tiles).
-fn tunings() -> [(&'static str, Tuning); 4] {
+/// Plain (with and without streamed output stores, and staged in windows
+/// of 4 edge ids: g-SDDMM's one-float messages, g-SpMM's edge operands; many
+/// windows and runs even on the small graphs), and source-blocked with tiny
+/// blocks (with and without tiles).
+fn tunings() -> [(&'static str, Tuning); 5] {
     [
         ("plain", Tuning { blocking: Blocking::Off, tiling: Tiling::Off, ..Tuning::DEFAULT }),
         (
@@ -86,21 +88,15 @@ fn tunings() -> [(&'static str, Tuning); 4] {
             Tuning { blocking: Blocking::Off, tiling: Tiling::Off, streaming: Streaming::On, ..Tuning::DEFAULT },
         ),
         (
+            "plain-staged-4",
+            Tuning { blocking: Blocking::Off, tiling: Tiling::Off, staging: Staging::Windows(4), ..Tuning::DEFAULT },
+        ),
+        (
             "blocked-3",
             Tuning { blocking: Blocking::Sources(3), tiling: Tiling::Off, prefetch_lines: 0, ..Tuning::DEFAULT },
         ),
         ("blocked-5-tiled", Tuning { blocking: Blocking::Sources(5), tiling: Tiling::Elements(16), ..Tuning::DEFAULT }),
     ]
-}
-
-/// [`tunings`], plus g-SDDMM's plain pass with its messages staged in
-/// windows of 4 edge ids (many windows and runs even on the small graphs).
-fn sddmm_tunings() -> Vec<(&'static str, Tuning)> {
-    let staged =
-        Tuning { blocking: Blocking::Off, tiling: Tiling::Off, staging: Staging::Windows(4), ..Tuning::DEFAULT };
-    let mut all = tunings().to_vec();
-    all.push(("plain-staged-4", staged));
-    all
 }
 
 fn ids<I: Index>(v: Vec<usize>) -> Vec<I> {
@@ -463,7 +459,7 @@ fn sddmm_suite<I: Index>(seed: u64) {
                 }
                 let want = run_sddmm(Exec::forced(BackendKind::Reference), g, spec, &lhs, &rhs, &shape);
                 for (level, (tname, tuning)) in
-                    levels().into_iter().flat_map(|l| sddmm_tunings().into_iter().map(move |t| (l, t)))
+                    levels().into_iter().flat_map(|l| tunings().into_iter().map(move |t| (l, t)))
                 {
                     let got = on_level(level, || {
                         with_tuning(tuning, || run_sddmm(Exec::forced(BackendKind::Simd), g, spec, &lhs, &rhs, &shape))

@@ -9,8 +9,9 @@
 //!
 //! `--only` keeps the g-SpMM / g-SDDMM cases of the named ops;
 //! `--prefetch-lines` sets `Tuning::prefetch_lines` for every case;
-//! `--stage-window N` runs the staged g-SDDMM cases with windows of `N`
-//! edge ids instead of the cache-sized default.
+//! `--stage-window N` runs the staged g-SDDMM cases, and g-SpMM's cases
+//! with a staged edge operand, with windows of `N` edge ids instead of the
+//! cache-sized default.
 //!
 //! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits).
 //!
@@ -22,8 +23,8 @@
 use gnnkern_simd::buffer::aligned_filled;
 use gnnkern_simd::isa::{IsaLevel, with_level};
 use gnnkern_simd::kernels::{
-    BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, edge_softmax, prefers_edge_order, sddmm,
-    sddmm_staging_into, spmm,
+    BlockedCsr, EdgeStaging, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, edge_softmax, prefers_edge_order, sddmm,
+    sddmm_staging_into, spmm, spmm_staging_into,
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
@@ -143,14 +144,25 @@ struct Bench<'a> {
     reps: usize,
     /// `--only`: the op names to run (all when empty).
     only: Vec<String>,
-    /// `--stage-window N`: the staged g-SDDMM variant's windows (default:
-    /// sized from the cache budget).
+    /// `--stage-window N`: the windows of the staged g-SDDMM variants and of
+    /// g-SpMM's staged edge operands (default: sized from the cache budget).
     staged: Staging,
 }
 
 impl Bench<'_> {
     fn selected(&self, op: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == op)
+    }
+
+    /// The staging variants of a pass: unstaged, then (where `may_stage`)
+    /// staged with fresh storage per call and with storage kept across
+    /// calls (`true`: as the backend keeps it per graph).
+    fn stagings(&self, may_stage: bool) -> Vec<(Staging, bool)> {
+        let mut all = vec![(Staging::Off, false)];
+        if may_stage {
+            all.extend([(self.staged, false), (self.staged, true)]);
+        }
+        all
     }
 
     fn report(&self, op: &str, d: usize, variant: &str, (ms, cpu): (f64, f64), bytes: f64, checksum: f64) {
@@ -178,29 +190,45 @@ impl Bench<'_> {
         // Max/min write `arg_e`, the one arg output gnnkern's backward reads.
         let mut ae = aligned_filled(out.len(), 0i32);
         let e = self.csr.num_edges() as f64;
-        let ms = median_ms(self.reps, || {
-            let args = SpmmArgs {
-                csr: self.csr,
-                lhs_target: Target::Src,
-                rhs_target: Target::Edge,
-                plan: &plan,
-                lhs: x,
-                rhs: if O::USE_RHS { w } else { &[] },
-                out: &mut out,
-                arg_u: None,
-                arg_e: R::HAS_ARG.then_some(&mut ae[..]),
+        // The plain pass also runs with its edge operand staged by slot
+        // window where it may (rows narrower than a line).
+        let mut kept = EdgeStaging::default();
+        for (staging, reuse) in self.stagings(blocked.is_none() && O::USE_RHS && plan.rhs_len < 16) {
+            let ms = with_tuning(Tuning { staging, ..active_tuning() }, || {
+                median_ms(self.reps, || {
+                    let args = SpmmArgs {
+                        csr: self.csr,
+                        lhs_target: Target::Src,
+                        rhs_target: Target::Edge,
+                        plan: &plan,
+                        lhs: x,
+                        rhs: if O::USE_RHS { w } else { &[] },
+                        out: &mut out,
+                        arg_u: None,
+                        arg_e: R::HAS_ARG.then_some(&mut ae[..]),
+                    };
+                    if reuse {
+                        spmm_staging_into::<O, R, i32>(args, &mut kept).unwrap();
+                    } else {
+                        spmm::<O, R, i32>(args, blocked).unwrap();
+                    }
+                })
+            });
+            // Minimum traffic: indices (+ eids when edge data or args are read),
+            // every source row once, edge data once, outputs (+ arg_e) once.
+            let idx = 4.0 * (e + n as f64) + if O::USE_RHS || R::HAS_ARG { 4.0 * e } else { 0.0 };
+            let bytes = idx
+                + 4.0 * (self.csr.num_cols() * plan.lhs_len) as f64
+                + if O::USE_RHS { 4.0 * e * plan.rhs_len as f64 } else { 0.0 }
+                + 4.0 * out.len() as f64 * if R::HAS_ARG { 2.0 } else { 1.0 };
+            let sum: f64 = out.iter().map(|&v| f64::from(v)).filter(|v| v.is_finite()).sum();
+            let staged = match (staging, reuse) {
+                (Staging::Off, _) => "",
+                (_, false) => ", staged",
+                (_, true) => ", staged, kept plan",
             };
-            spmm::<O, R, i32>(args, blocked).unwrap();
-        });
-        // Minimum traffic: indices (+ eids when edge data or args are read),
-        // every source row once, edge data once, outputs (+ arg_e) once.
-        let idx = 4.0 * (e + n as f64) + if O::USE_RHS || R::HAS_ARG { 4.0 * e } else { 0.0 };
-        let bytes = idx
-            + 4.0 * (self.csr.num_cols() * plan.lhs_len) as f64
-            + if O::USE_RHS { 4.0 * e * plan.rhs_len as f64 } else { 0.0 }
-            + 4.0 * out.len() as f64 * if R::HAS_ARG { 2.0 } else { 1.0 };
-        let sum: f64 = out.iter().map(|&v| f64::from(v)).filter(|v| v.is_finite()).sum();
-        self.report(name, lhs_shape.iter().product(), variant, ms, bytes, sum);
+            self.report(name, lhs_shape.iter().product(), &format!("{variant}{staged}"), ms, bytes, sum);
+        }
     }
 
     fn sddmm<O: BinaryOp>(
@@ -218,16 +246,9 @@ impl Bench<'_> {
         let e = self.csr.num_edges();
         let mut out = aligned_filled(e * plan.out_len, 0f32);
         let csr = if order == SddmmOrder::InCsr { self.csr } else { self.out_csr };
-        // The plain pass also runs staged where it may (narrow rows): with a
-        // fresh records buffer per call, and with one kept across calls (as
-        // the backend keeps one per graph).
-        let stagings: &[(Staging, bool)] = if blocked.is_none() && plan.out_len < 16 {
-            &[(Staging::Off, false), (self.staged, false), (self.staged, true)]
-        } else {
-            &[(Staging::Off, false)]
-        };
+        // The plain pass also runs staged where it may (narrow rows).
         let mut kept = StagingBuffer::default();
-        for &(staging, reuse) in stagings {
+        for (staging, reuse) in self.stagings(blocked.is_none() && plan.out_len < 16) {
             let ms = with_tuning(Tuning { staging, ..active_tuning() }, || {
                 median_ms(self.reps, || {
                     let args = SddmmArgs {

@@ -238,7 +238,9 @@ pub enum Tiling {
 }
 
 /// Whether g-SDDMM's plain pass stages its messages by edge-id window
-/// before copying them to `out[eid]` (`crate::kernels::sddmm_may_stage`).
+/// before copying them to `out[eid]` (`crate::kernels::sddmm_may_stage`),
+/// and g-SpMM's plain pass stages its edge operand by slot window before
+/// the walk reads it (`crate::kernels::spmm_may_stage`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Staging {
     /// Never in the kernel: staging pays only when edge ids are scattered

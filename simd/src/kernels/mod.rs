@@ -7,6 +7,7 @@ mod arg_pull;
 mod blocked;
 mod common;
 mod sddmm;
+mod slot_order;
 mod softmax;
 mod spmm;
 mod staged;
@@ -15,9 +16,10 @@ pub use arg_pull::arg_pull;
 pub use blocked::BlockedCsr;
 pub use common::SharedMut;
 pub use sddmm::{
-    SddmmArgs, SddmmOrder, sddmm, sddmm_blocking, sddmm_ids_scattered, sddmm_may_stage, sddmm_may_stream, sddmm_order,
+    SddmmArgs, SddmmOrder, edge_ids_scattered, sddmm, sddmm_blocking, sddmm_may_stage, sddmm_may_stream, sddmm_order,
     sddmm_staging_into,
 };
+pub use slot_order::EdgeStaging;
 pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};
-pub use spmm::{SpmmArgs, spmm, spmm_blocking};
+pub use spmm::{SpmmArgs, spmm, spmm_blocking, spmm_may_stage, spmm_staging_into};
 pub use staged::StagingBuffer;

@@ -53,9 +53,10 @@ pub fn sddmm_order<I: Index>(in_csr: &CsrView<'_, I>, out_csr: &CsrView<'_, I>) 
     if consecutive_ids(out_csr) > consecutive_ids(in_csr) { SddmmOrder::OutCsr } else { SddmmOrder::InCsr }
 }
 
-/// Whether a walk of `csr` writes `out[eid]` mostly out of order: fewer
-/// than half of its successive slots hold consecutive edge ids. O(E).
-pub fn sddmm_ids_scattered<I: Index>(csr: &CsrView<'_, I>) -> bool {
+/// Whether a walk of `csr` visits edge ids mostly out of order (g-SDDMM
+/// writes `out[eid]`, g-SpMM reads an edge operand's row `eid`): fewer than
+/// half of its successive slots hold consecutive edge ids. O(E).
+pub fn edge_ids_scattered<I: Index>(csr: &CsrView<'_, I>) -> bool {
     2 * consecutive_ids(csr) < csr.num_edges().saturating_sub(1)
 }
 
@@ -128,7 +129,7 @@ pub fn sddmm_may_stream<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool 
 /// Whether staging `args`' messages by edge-id window is worth a trial:
 /// one float per edge (a single-head dot, 1-head attention logits) in an
 /// output that exceeds the cache budget. It pays only when the walk's edge
-/// ids are scattered ([`sddmm_ids_scattered`]), which the caller knows per
+/// ids are scattered ([`edge_ids_scattered`]), which the caller knows per
 /// graph. Traffic per edge: `super::staged`.
 ///
 /// Why one float: on 2^24 RMAT edges at d = 32 (Intel Xeon VM, in-process

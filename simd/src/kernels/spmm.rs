@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! plain pass (default; sampled blocks and sparse graphs):
+//!   [stage the edge operand by slot window]      <- scattered edge ids (`slot_order`)
 //!   par over nnz-balanced row ranges:            <- one `vectorize` per task
 //!     for v in rows:
 //!       for chunk of ≤ 8 output vectors:          <- accumulators in registers
@@ -31,12 +32,13 @@ use super::common::{
     EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, split_opt, split_rows, target_rows,
     widest_gathered_row,
 };
+use super::slot_order::{EdgeStaging, StagedEdges, default_window, fits_cache};
 use crate::Index;
 use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, ReduceKind, Reducer, Target};
-use crate::tuning::{BlockPlan, GatherShape, Streaming, active_tuning, cache_budget, plan_blocking};
+use crate::tuning::{BlockPlan, GatherShape, Staging, Streaming, active_tuning, cache_budget, plan_blocking};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
@@ -92,19 +94,71 @@ pub fn spmm_blocking<O: BinaryOp, I: Index>(
     plan_blocking(&shape, active_tuning(), hot)
 }
 
+/// Whether staging the edge operand ([`spmm_staging_into`]) is worth a
+/// trial for `args`: the operator reads exactly one operand on edges, one
+/// float per edge (a scalar edge weight), larger than the cache budget (and
+/// few enough edges for cache-sized windows: 2^27 under a 1 MiB budget). It
+/// pays only when the in-CSR's edge ids are scattered
+/// ([`super::edge_ids_scattered`]), which the caller knows per graph.
+///
+/// Wider rows are staged on request (`Staging::On`) but not nominated:
+/// staging costs bytes in proportion to the row while the random line it
+/// replaces does not grow until the row fills one; with 4-float rows
+/// (u_mul_e_sum, 4 heads, 2^24 edges, Intel Xeon VM) it measured level or
+/// slower (`docs/PERFORMANCE.md`, "Staged edge operands").
+pub fn spmm_may_stage<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>) -> bool {
+    match staged_operand::<O>((args.lhs_target, args.rhs_target), args.plan, (args.lhs, args.rhs)) {
+        Some((data, row_len)) => {
+            row_len == 1 && data.len() * 4 > cache_budget() && fits_cache(args.csr.num_edges(), row_len)
+        }
+        None => false,
+    }
+}
+
+/// The one operand on edges that the operator reads, and its row length.
+fn staged_operand<'a, O: BinaryOp>(
+    (lhs_target, rhs_target): (Target, Target),
+    plan: &BroadcastPlan,
+    (lhs, rhs): (&'a [f32], &'a [f32]),
+) -> Option<(&'a [f32], usize)> {
+    match (O::USE_LHS && lhs_target == Target::Edge, O::USE_RHS && rhs_target == Target::Edge) {
+        (true, false) => Some((lhs, plan.lhs_len)),
+        (false, true) => Some((rhs, plan.rhs_len)),
+        _ => None,
+    }
+}
+
 /// Runs the g-SpMM at the thread's active ISA level, blocked over `blocked`
 /// (with feature tiles of `tile_bytes`) when given, else in one plain pass.
+/// The plain pass stages an edge operand by slot window under
+/// `Staging::On` / `Windows` (`super::slot_order`); a staged call builds its
+/// plan and staged rows and frees them at return: see [`spmm_staging_into`]
+/// to keep them between calls.
 pub fn spmm<O: BinaryOp, R: Reducer, I: Index>(
     args: SpmmArgs<'_, I>,
     blocked: Option<(&BlockedCsr<I>, usize)>,
 ) -> Result<(), KernelError> {
     let level = crate::isa::active_level();
-    crate::isa::with_token(level, SpmmEntry::<O, R, I> { args, blocked, _ops: PhantomData })
+    let staging = &mut EdgeStaging::default();
+    crate::isa::with_token(level, SpmmEntry::<O, R, I> { args, blocked, staging, _ops: PhantomData })
+}
+
+/// [`spmm`]'s plain pass, staging its edge operand (under `Staging::On` /
+/// `Windows`) with the plans and rows kept in `staging`, which keeps them
+/// for the caller's next call on the same CSR. The backend keeps one per
+/// graph.
+pub fn spmm_staging_into<O: BinaryOp, R: Reducer, I: Index>(
+    args: SpmmArgs<'_, I>,
+    staging: &mut EdgeStaging,
+) -> Result<(), KernelError> {
+    let level = crate::isa::active_level();
+    crate::isa::with_token(level, SpmmEntry::<O, R, I> { args, blocked: None, staging, _ops: PhantomData })
 }
 
 struct SpmmEntry<'a, 'b, O, R, I: Index> {
     args: SpmmArgs<'a, I>,
     blocked: Option<(&'b BlockedCsr<I>, usize)>,
+    staging: &'b mut EdgeStaging,
     _ops: PhantomData<(O, R)>,
 }
 
@@ -128,12 +182,29 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
         if plan.out_len == 0 || csr.num_rows() == 0 {
             return Ok(());
         }
+        // The edge operand regrouped by slot window, when staged: the walk
+        // reads slot `k`'s row at `StagedEdges::row_of(k)`.
+        let window = |row_len| match active_tuning().staging {
+            Staging::On => Some(default_window(row_len)),
+            Staging::Windows(n) => Some(n),
+            Staging::Auto | Staging::Off => None,
+        };
+        let staged = match (self.blocked, staged_operand::<O>((lhs_target, rhs_target), plan, (lhs, rhs))) {
+            (None, Some((data, row_len))) => window(row_len).map(|w| self.staging.stage(&csr, data, row_len, w)),
+            _ => None,
+        };
+        let by_slot = |used: bool, target: Target, data| match staged {
+            Some(st) if used && target == Target::Edge => st.rows,
+            _ => data,
+        };
+        let (lhs, rhs) = (by_slot(O::USE_LHS, lhs_target, lhs), by_slot(O::USE_RHS, rhs_target, rhs));
         let ctx = Ctx {
             csr,
             ids: EdgeIds::of(&csr),
             lhs: Operand { data: lhs, row_len: plan.lhs_len, target: lhs_target, contiguous: plan.lhs_contiguous },
             rhs: Operand { data: rhs, row_len: plan.rhs_len, target: rhs_target, contiguous: plan.rhs_contiguous },
             needs_eid: (O::USE_LHS && lhs_target == Target::Edge) || (O::USE_RHS && rhs_target == Target::Edge),
+            staged_edges: staged,
             out_len: plan.out_len,
             slots: &slots,
             prefetch: active_tuning().prefetch_slots(widest_gathered_row([
@@ -178,6 +249,9 @@ struct Ctx<'a, I: Index> {
     lhs: Operand<'a>,
     rhs: Operand<'a>,
     needs_eid: bool,
+    /// The edge operand was staged for this walk (plain pass only): its row
+    /// for slot `k` is `row_of(k)`, not `eids[k]`.
+    staged_edges: Option<StagedEdges<'a>>,
     out_len: usize,
     slots: &'a [Slot],
     /// Prefetch distance in CSR slots (0: off).
@@ -186,6 +260,24 @@ struct Ctx<'a, I: Index> {
     /// stores: the output exceeds the cache budget, so its lines would be
     /// read for ownership only to be evicted before anyone reads them.
     stream_out: bool,
+}
+
+impl<I: Index> Ctx<'_, I> {
+    /// The edge-operand row of slot `k`: its edge id, or its staged row.
+    ///
+    /// # Safety
+    /// `k` is a slot of `self.ids` (with a staged operand, of `self.csr`:
+    /// only the plain pass stages).
+    #[inline(always)]
+    unsafe fn edge_row(&self, k: usize) -> usize {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match &self.staged_edges {
+                Some(st) => st.row_of(k),
+                None => self.ids.eids.get_unchecked(k).to_usize_valid(),
+            }
+        }
+    }
 }
 
 fn plain_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
@@ -368,7 +460,7 @@ unsafe fn accumulate<
         unsafe { accumulate_dense::<O, R, I, S, V, ARGS, ORDERED>(s, ctx, edges, slots, acc) };
         return;
     }
-    let (indices, eids) = (ctx.ids.cols, ctx.ids.eids);
+    let indices = ctx.ids.cols;
     let zero = s.splat(0.0);
     let gathers = |op: &Operand<'_>, used: bool| used && op.target != Target::Dst;
     let (pf_l, pf_r) = (gathers(&ctx.lhs, O::USE_LHS), gathers(&ctx.rhs, O::USE_RHS));
@@ -381,7 +473,7 @@ unsafe fn accumulate<
             // any `v`: Dst operands are not prefetched).
             unsafe {
                 let u = indices.get_unchecked(kp).to_usize();
-                let e = if ctx.needs_eid { eids.get_unchecked(kp).to_usize() } else { 0 };
+                let e = if ctx.needs_eid { ctx.edge_row(kp) } else { 0 };
                 if pf_l {
                     let row = ctx.lhs.row(u, e, 0);
                     for sl in slots {
@@ -401,7 +493,7 @@ unsafe fn accumulate<
         // `plan_slots`, and each slot lies inside its operand row.
         unsafe {
             let u = indices.get_unchecked(k).to_usize();
-            let e = if ctx.needs_eid { eids.get_unchecked(k).to_usize() } else { 0 };
+            let e = if ctx.needs_eid { ctx.edge_row(k) } else { 0 };
             let lrow = if O::USE_LHS { ctx.lhs.row(u, e, v) } else { std::ptr::null() };
             let rrow = if O::USE_RHS { ctx.rhs.row(u, e, v) } else { std::ptr::null() };
             let kk = s.splat_i32((k - edges.start) as i32);
@@ -514,7 +606,7 @@ impl<'a, 'b, I: Index, const V: usize> DenseRows<'a, 'b, I, V> {
             let erow = if !self.use_rhs {
                 std::ptr::null()
             } else {
-                ctx.rhs.data.as_ptr().add(ctx.ids.eids.get_unchecked(k).to_usize_valid() * ctx.rhs.row_len)
+                ctx.rhs.data.as_ptr().add(ctx.edge_row(k) * ctx.rhs.row_len)
             };
             (row, erow)
         }
@@ -777,12 +869,13 @@ fn dot_row<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
     out_row: &mut [f32],
     sink: &mut ArgSink<'_, I>,
 ) {
-    let (indices, eids) = (ctx.ids.cols, ctx.ids.eids);
+    let indices = ctx.ids.cols;
     for sl in ctx.slots {
         let mut acc = R::IDENTITY;
         let mut best: Option<usize> = None;
         for k in edges.clone() {
-            let (u, e) = (indices[k].to_usize(), eids[k].to_usize());
+            // SAFETY: `k` is a slot of the row, hence of `ctx.ids`.
+            let (u, e) = (indices[k].to_usize(), unsafe { ctx.edge_row(k) });
             // SAFETY: ids of `ctx.ids` index operand rows whose lengths
             // `plan_slots` checked; the K-long ranges lie inside them.
             let m =

@@ -11,13 +11,18 @@
 //!   every call) and shared by g-SpMM and g-SDDMM; its memory is reported
 //!   by [`cache_bytes`];
 //! - the timed trials that confirm each blocking choice, edge softmax's
-//!   scheme, and whether g-SDDMM streams its vector messages or stages its
-//!   one-float ones ([`trials`]);
+//!   scheme, whether g-SDDMM streams its vector messages or stages its
+//!   one-float ones, and whether g-SpMM stages its edge weights
+//!   ([`trials`]);
 //! - the CSR that g-SDDMM walks ([`SddmmOrder`]) and whether its edge ids
 //!   are scattered along it, decided once per graph;
 //! - the records buffer of staged one-float g-SDDMM messages
 //!   ([`kernels::StagingBuffer`]), held while the graph's trial keeps the
-//!   staged pass; its memory is reported by [`staging_bytes`].
+//!   staged pass, and g-SpMM's staged edge weights with their plan
+//!   ([`kernels::EdgeStaging`]), built for the trial and dropped if it
+//!   keeps the plain pass; their memory is reported by [`staging_bytes`];
+//! - whether the in-CSR's edge ids are scattered along it (g-SpMM's edge
+//!   operands are read by edge id), decided once per graph.
 //!
 //! [`last_pass`] tells which pass the last op on this thread ran.
 //!
@@ -64,7 +69,8 @@ pub enum PassKind {
     /// non-temporal stores (see [`trials::Streamed`]).
     Streamed,
     /// g-SDDMM: one pass over the CSR, its one-float messages staged by
-    /// edge-id window (see [`trials::Staged`]).
+    /// edge-id window; g-SpMM: one pass over the in-CSR after staging its
+    /// one-float edge operand by slot window (see [`trials::Staged`]).
     Staged,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
     Blocked { block_sources: usize, num_blocks: usize },
@@ -103,6 +109,16 @@ struct SddmmWalkCache(SddmmOrder, bool);
 #[derive(Default)]
 struct StagingCache(std::sync::Mutex<kernels::StagingBuffer>);
 
+/// g-SpMM's staged edge operand of one graph and its plans, kept between
+/// calls (for one-float rows on 2^24 edges: 128 MiB of plan, 64 MiB of
+/// rows), freed with the graph or when a trial keeps the plain pass.
+#[derive(Default)]
+struct EdgeStagingCache(std::sync::Mutex<kernels::EdgeStaging>);
+
+/// Whether the in-CSR's edge ids are scattered along it
+/// ([`kernels::edge_ids_scattered`]).
+struct InCsrScattered(bool);
+
 /// How often each source occurs in one orientation's in-CSR.
 struct ProfileCache(SourceProfile);
 
@@ -126,11 +142,15 @@ pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
         .unwrap_or(0)
 }
 
-/// Heap bytes of the staged g-SDDMM records this backend keeps for `graph`
-/// (`E × 2` floats while a one-float signature runs staged), 0 if none.
+/// Heap bytes of the staging this backend keeps for `graph`: the staged
+/// g-SDDMM records (`E × 2` floats while a one-float signature runs staged)
+/// and g-SpMM's staged edge weights with their plans (`E × 3` words while
+/// a signature with one-float edge weights runs staged); 0 if none.
 /// Separate from [`cache_bytes`]: these are working storage, not a layout.
 pub fn staging_bytes<I: Index>(graph: &Graph<I>) -> usize {
-    graph.cached(|| Ok(StagingCache::default())).map(|c| lock(&c.0).bytes()).unwrap_or(0)
+    let records = graph.cached(|| Ok(StagingCache::default())).map(|c| lock(&c.0).bytes()).unwrap_or(0);
+    let edges = graph.cached(|| Ok(EdgeStagingCache::default())).map(|c| lock(&c.0).bytes()).unwrap_or(0);
+    records + edges
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -181,18 +201,21 @@ fn softmax_scheme<'g, I: Index, K: 'static>(
         LAST_PASS.with(|c| c.set(Some(if two_phase { PassKind::TwoPhase } else { PassKind::RowOrder })));
         pass(two_phase.then(|| graph.edge_dst()))
     })
+    .map(drop)
 }
 
 /// Runs `pass` (a plain g-SDDMM pass) under the thread's tuning or under
 /// the nominee's tuning (reported as its `PassKind`), as the trials of the
 /// nominee type `P` decide. Under the thread's `Auto` tuning the kernel
 /// neither streams nor stages g-SDDMM messages.
+///
+/// Returns whether this call's trial rejected the nominee.
 fn plain_pass_trial<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static>(
     graph: &Graph<I>,
     sig: Signature,
     (kind, nominee): (PassKind, Tuning),
     pass: &mut dyn FnMut() -> Result<()>,
-) -> Result<()> {
+) -> Result<bool> {
     trials::run_scheme::<I, P>(graph, sig, true, &mut |nominated| {
         LAST_PASS.with(|c| c.set(Some(if nominated { kind } else { PassKind::Plain })));
         if nominated { with_tuning(nominee, &mut *pass) } else { pass() }
@@ -225,6 +248,34 @@ impl Backend for Simd {
             args: call.arg_u.is_some() || call.arg_e.is_some(),
         };
         let plan = kernels::spmm_blocking::<O, I>(&spmm_args(csr, call.reborrow()), hot_fraction(graph));
+        let tuning = active_tuning();
+        // One-float edge weights read by scattered edge ids: a random line
+        // per edge beside the source rows, which staging them by slot
+        // window turns into streamed bytes. Where the model nominates no
+        // blocking, the trial is plain against staged.
+        if plan.is_none()
+            && tuning.staging == Staging::Auto
+            && !matches!(tuning.blocking, Blocking::Sources(_))
+            && kernels::spmm_may_stage::<O, I>(&spmm_args(csr, call.reborrow()))
+            && graph.cached(|| Ok(InCsrScattered(kernels::edge_ids_scattered(&csr))))?.0
+        {
+            let staged = (PassKind::Staged, Tuning { staging: Staging::On, ..tuning });
+            let staging = graph.cached(|| Ok(EdgeStagingCache::default()))?;
+            let rejected = plain_pass_trial::<I, trials::Staged>(graph, sig, staged, &mut || {
+                let args = spmm_args(csr, call.reborrow());
+                // A concurrent call on this graph holds the staging (or a
+                // panic in one poisoned it): stage in a fresh one.
+                match staging.0.try_lock() {
+                    Ok(mut kept) => kernels::spmm_staging_into::<O, R, I>(args, &mut kept),
+                    Err(_) => kernels::spmm::<O, R, I>(args, None),
+                }
+                .map_err(Error::from)
+            })?;
+            if rejected {
+                *lock(&staging.0) = kernels::EdgeStaging::default();
+            }
+            return Ok(());
+        }
         trials::run(graph, sig, plan, &mut |layout| {
             note_pass(layout);
             kernels::spmm::<O, R, I>(spmm_args(csr, call.reborrow()), layout).map_err(Error::from)
@@ -239,7 +290,7 @@ impl Backend for Simd {
         };
         let walk = graph.cached(|| {
             let order = kernels::sddmm_order(&graph.in_csr().view(), &graph.out_csr().view());
-            Ok(SddmmWalkCache(order, kernels::sddmm_ids_scattered(&csr_of(order))))
+            Ok(SddmmWalkCache(order, kernels::edge_ids_scattered(&csr_of(order))))
         })?;
         let (order, scattered) = (walk.0, walk.1);
         let csr = csr_of(order);
@@ -266,7 +317,8 @@ impl Backend for Simd {
             let streamed = (PassKind::Streamed, Tuning { streaming: Streaming::On, ..tuning });
             return plain_pass_trial::<I, trials::Streamed>(graph, sig, streamed, &mut || {
                 kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
-            });
+            })
+            .map(drop);
         }
         // One-float messages (single-head dots) scattered over a large
         // output: the random read for ownership per edge outweighs the
@@ -294,7 +346,8 @@ impl Backend for Simd {
                     Err(_) => kernels::sddmm::<O, I>(args, None),
                 }
                 .map_err(Error::from)
-            });
+            })
+            .map(drop);
         }
         // The in-CSR layouts are shared with g-SpMM (same block sizes).
         let plan = kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph));

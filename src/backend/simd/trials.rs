@@ -55,7 +55,10 @@
 //! messages by edge-id window ([`Staged`]), again instead of a blocking
 //! trial: staging replaces random read-for-ownership writes by sequential
 //! record streams (docs/PERFORMANCE.md, "Staged narrow
-//! messages").
+//! messages"). g-SpMM with a large one-float edge operand read by
+//! scattered edge ids likewise times the plain pass against one that first
+//! stages the operand by slot window ([`Staged`]; "Staged edge operands"),
+//! when the traffic model nominates no blocking.
 
 use super::BlockCache;
 use crate::graph::Graph;
@@ -159,27 +162,35 @@ pub struct Streamed;
 /// output larger than the cache, on a walk whose edge ids are scattered:
 /// the plain pass with its messages staged by edge-id window
 /// (`Staging::On`), nominated by `gnnkern_simd::kernels::sddmm_may_stage`
-/// and `sddmm_ids_scattered`. Each message is computed by the same code and
+/// and `edge_ids_scattered`. Each message is computed by the same code and
 /// only copied, so the results are bitwise identical.
+///
+/// Also g-SpMM's nominee for one-float edge operands (scalar edge weights)
+/// larger than the cache, read by scattered in-CSR edge ids: the plain pass
+/// after the operand is staged by slot window (`Staging::On`), nominated by
+/// `gnnkern_simd::kernels::spmm_may_stage` and `edge_ids_scattered` where
+/// the traffic model nominates no blocking. The walk reads the same values
+/// in the same order, so the results are bitwise identical.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Staged;
 
 /// Runs `pass` with the default scheme (`false`) or the nominee `P`
-/// (`true`: two phases for edge softmax, streamed or staged messages for g-SDDMM), as
-/// the trials of `sig` on `graph` decide; `nominated` is the model's choice
-/// (`false`: the default, no trial).
+/// (`true`: two phases for edge softmax, streamed or staged messages for
+/// g-SDDMM, a staged edge operand for g-SpMM), as the trials of `sig` on
+/// `graph` decide; `nominated` is the model's choice (`false`: the default,
+/// no trial). Returns whether this call rejected the nominee (the caller
+/// may then free what only the nominee uses).
 pub fn run_scheme<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static>(
     graph: &Graph<I>,
     sig: Signature,
     nominated: bool,
     pass: &mut dyn FnMut(bool) -> Result<()>,
-) -> Result<()> {
+) -> Result<bool> {
     if !nominated {
-        return pass(false);
+        return pass(false).map(|()| false);
     }
     let trials = graph.cached(|| Ok(Trials::<P>::default()))?;
-    step(&trials, sig, P::default(), &mut |choice| pass(choice.is_some()))?;
-    Ok(())
+    step(&trials, sig, P::default(), &mut |choice| pass(choice.is_some()))
 }
 
 /// One call of `sig` under the module docs' state machine: runs the plain
