@@ -5,7 +5,7 @@
 //! result never depends on which pass ran. The same for edge softmax's
 //! row-order and two-phase schemes, for g-SDDMM's plain and streamed
 //! stores, for its plain and staged one-float messages, and for g-SpMM's
-//! plain and staged scalar edge weights.
+//! plain and staged scalar edge weights (two signatures sharing a staging).
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -114,6 +114,23 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     } else {
         assert_eq!(held, 0, "u_mul_e_sum: nothing held after the trial kept plain ({passes:?})");
     }
+    // A second signature with staged weights on the same graph shares the
+    // staging: whatever its own trial decides, the staging stays held while
+    // either signature runs staged.
+    let u_mul_e_max = || {
+        let mut out = Tensor::zeros(&[n, 2]).unwrap();
+        let io = SpmmIo { lhs: Some(x2.view()), rhs: Some(w.view()), out: out.view_mut(), arg_u: None, arg_e: None };
+        simd.gspmm(&g, SpmmSpec::new(BinaryOpKind::Mul, Target::Src, Target::Edge, ReduceKind::Max), io).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_mul_e_max()).collect();
+    let max_passes = assert_trial("u_mul_e_max", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
+    let any_staged = passes[8] == PassKind::Staged || max_passes[8] == PassKind::Staged;
+    assert_eq!(
+        staging_bytes(&g) > records,
+        any_staged,
+        "staged weights held iff a signature runs staged (u_mul_e_sum {passes:?}, u_mul_e_max {max_passes:?})"
+    );
 
     // Edge softmax: [E, 4] logits (5 MiB) exceed the budget, so the model
     // nominates the two-phase scheme; calls 1-6 follow the trial schedule,

@@ -255,6 +255,15 @@ impl<I: Index> Graph<I> {
         map.insert(key, Arc::clone(&value) as Arc<dyn Any + Send + Sync>);
         Ok(value)
     }
+
+    /// The structure of type `T` that [`Graph::cached`] built for this graph
+    /// (and its orientation), if any; builds nothing (for reports that must
+    /// not allocate what they measure).
+    pub fn cached_if_built<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let key = (TypeId::of::<T>(), self.reversed);
+        let map = self.inner.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.get(&key).map(|v| Arc::clone(v).downcast::<T>().expect("cache entries are keyed by their type"))
+    }
 }
 
 #[cfg(test)]
@@ -337,5 +346,15 @@ mod tests {
         let b = g.cached(|| -> Result<u32> { unreachable!() }).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(*g.reverse().cached(|| Ok(9u32)).unwrap(), 9);
+    }
+
+    #[test]
+    fn peeking_at_the_cache_builds_nothing() {
+        let g = Graph::<i32>::from_coo(2, 2, vec![0], vec![1]).unwrap();
+        assert!(g.cached_if_built::<u32>().is_none());
+        assert!(g.cached_if_built::<u32>().is_none(), "a miss must not insert an entry");
+        let a = g.cached(|| Ok(7u32)).unwrap();
+        assert!(Arc::ptr_eq(&a, &g.cached_if_built::<u32>().unwrap()));
+        assert!(g.reverse().cached_if_built::<u32>().is_none(), "entries are per orientation");
     }
 }

@@ -70,7 +70,8 @@ pub enum PassKind {
     Streamed,
     /// g-SDDMM: one pass over the CSR, its one-float messages staged by
     /// edge-id window; g-SpMM: one pass over the in-CSR after staging its
-    /// one-float edge operand by slot window (see [`trials::Staged`]).
+    /// one-float edge operand by slot window (see [`trials::Staged`],
+    /// [`trials::StagedOperand`]).
     Staged,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
     Blocked { block_sources: usize, num_blocks: usize },
@@ -136,10 +137,7 @@ fn hot_fraction<I: Index>(graph: &Graph<I>) -> impl FnOnce(usize) -> f64 + '_ {
 /// Heap bytes of the blocked layouts this backend has cached for `graph`
 /// (its orientation), 0 if none was built.
 pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
-    graph
-        .cached(|| Ok(BlockCache::<I>::default()))
-        .map(|c| lock(&c.layouts).iter().map(|l| l.bytes()).sum())
-        .unwrap_or(0)
+    graph.cached_if_built::<BlockCache<I>>().map_or(0, |c| lock(&c.layouts).iter().map(|l| l.bytes()).sum())
 }
 
 /// Heap bytes of the staging this backend keeps for `graph`: the staged
@@ -148,8 +146,8 @@ pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
 /// a signature with one-float edge weights runs staged); 0 if none.
 /// Separate from [`cache_bytes`]: these are working storage, not a layout.
 pub fn staging_bytes<I: Index>(graph: &Graph<I>) -> usize {
-    let records = graph.cached(|| Ok(StagingCache::default())).map(|c| lock(&c.0).bytes()).unwrap_or(0);
-    let edges = graph.cached(|| Ok(EdgeStagingCache::default())).map(|c| lock(&c.0).bytes()).unwrap_or(0);
+    let records = graph.cached_if_built::<StagingCache>().map_or(0, |c| lock(&c.0).bytes());
+    let edges = graph.cached_if_built::<EdgeStagingCache>().map_or(0, |c| lock(&c.0).bytes());
     records + edges
 }
 
@@ -261,7 +259,7 @@ impl Backend for Simd {
         {
             let staged = (PassKind::Staged, Tuning { staging: Staging::On, ..tuning });
             let staging = graph.cached(|| Ok(EdgeStagingCache::default()))?;
-            let rejected = plain_pass_trial::<I, trials::Staged>(graph, sig, staged, &mut || {
+            let rejected = plain_pass_trial::<I, trials::StagedOperand>(graph, sig, staged, &mut || {
                 let args = spmm_args(csr, call.reborrow());
                 // A concurrent call on this graph holds the staging (or a
                 // panic in one poisoned it): stage in a fresh one.
@@ -271,7 +269,9 @@ impl Backend for Simd {
                 }
                 .map_err(Error::from)
             })?;
-            if rejected {
+            // Another signature on this graph may run staged (or still be
+            // on trial) with the same staging: it keeps the plans then.
+            if rejected && !trials::nominee_in_use::<I, trials::StagedOperand>(graph) {
                 *lock(&staging.0) = kernels::EdgeStaging::default();
             }
             return Ok(());

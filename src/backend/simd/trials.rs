@@ -57,7 +57,7 @@
 //! record streams (docs/PERFORMANCE.md, "Staged narrow
 //! messages"). g-SpMM with a large one-float edge operand read by
 //! scattered edge ids likewise times the plain pass against one that first
-//! stages the operand by slot window ([`Staged`]; "Staged edge operands"),
+//! stages the operand by slot window ([`StagedOperand`]; "Staged edge operands"),
 //! when the traffic model nominates no blocking.
 
 use super::BlockCache;
@@ -164,15 +164,19 @@ pub struct Streamed;
 /// (`Staging::On`), nominated by `gnnkern_simd::kernels::sddmm_may_stage`
 /// and `edge_ids_scattered`. Each message is computed by the same code and
 /// only copied, so the results are bitwise identical.
-///
-/// Also g-SpMM's nominee for one-float edge operands (scalar edge weights)
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Staged;
+
+/// g-SpMM's nominee for one-float edge operands (scalar edge weights)
 /// larger than the cache, read by scattered in-CSR edge ids: the plain pass
 /// after the operand is staged by slot window (`Staging::On`), nominated by
 /// `gnnkern_simd::kernels::spmm_may_stage` and `edge_ids_scattered` where
 /// the traffic model nominates no blocking. The walk reads the same values
-/// in the same order, so the results are bitwise identical.
+/// in the same order, so the results are bitwise identical. A type of its
+/// own (not [`Staged`]), so that [`nominee_in_use`] sees g-SpMM signatures
+/// only: they share one staging per graph.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Staged;
+pub struct StagedOperand;
 
 /// Runs `pass` with the default scheme (`false`) or the nominee `P`
 /// (`true`: two phases for edge softmax, streamed or staged messages for
@@ -235,9 +239,54 @@ fn release_unused<I: Index>(graph: &Graph<I>, trials: &Trials, block_sources: us
     let in_use = super::lock(&trials.0)
         .values()
         .any(|t| matches!(t, Trial::Decided(Some(p)) if p.block_sources == block_sources));
-    if !in_use {
-        let cache = graph.cached(|| Ok(BlockCache::<I>::default()))?;
+    if let (false, Some(cache)) = (in_use, graph.cached_if_built::<BlockCache<I>>()) {
         super::lock(&cache.layouts).retain(|l| l.block_sources() != block_sources);
     }
     Ok(())
+}
+
+/// Whether some signature on `graph` runs nominee `P`, or may still run it
+/// (its trial is undecided): what only `P` uses must then be kept.
+pub fn nominee_in_use<I: Index, P: Send + 'static>(graph: &Graph<I>) -> bool {
+    graph.cached_if_built::<Trials<P>>().is_some_and(|trials| {
+        super::lock(&trials.0).values().any(|t| matches!(t, Trial::Decided(Some(_)) | Trial::Running { .. }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(out_len: usize) -> Signature {
+        Signature {
+            kernel: TypeId::of::<StagedOperand>(),
+            lhs: Target::Src,
+            rhs: Target::Edge,
+            lhs_len: out_len,
+            rhs_len: 1,
+            out_len,
+            args: false,
+        }
+    }
+
+    #[test]
+    fn a_nominee_is_in_use_while_any_signature_runs_or_may_run_it() {
+        let g = Graph::<i32>::from_coo(2, 2, vec![0, 1], vec![1, 0]).unwrap();
+        assert!(!nominee_in_use::<i32, StagedOperand>(&g), "no trials yet");
+        let trials = g.cached(|| Ok(Trials::<StagedOperand>::default())).unwrap();
+        let set = |out_len, t| {
+            super::super::lock(&trials.0).insert(sig(out_len), t);
+        };
+        set(1, Trial::Decided(None));
+        assert!(!nominee_in_use::<i32, StagedOperand>(&g), "the only signature rejected it");
+        let running = Trial::Running { calls: 2, plain: Duration::MAX, nominee: Duration::MAX };
+        set(2, running);
+        assert!(nominee_in_use::<i32, StagedOperand>(&g), "a trial still running may stage");
+        set(2, Trial::Decided(Some(StagedOperand)));
+        assert!(nominee_in_use::<i32, StagedOperand>(&g), "a signature kept it");
+        set(2, Trial::Decided(None));
+        assert!(!nominee_in_use::<i32, StagedOperand>(&g), "every signature rejected it");
+        assert!(!nominee_in_use::<i32, Staged>(&g), "other nominees' trials are separate");
+        assert!(!nominee_in_use::<i32, StagedOperand>(&g.reverse()), "and so are orientations");
+    }
 }
