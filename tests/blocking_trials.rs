@@ -98,13 +98,13 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     // plain reads by edge id.
     let x2 = Tensor::from_vec(rng.signed_vec(n * 2, 0.1, 1.0), vec![n, 2]).unwrap();
     let w = Tensor::from_vec(rng.signed_vec(e, 0.1, 1.0), vec![e, 1]).unwrap();
-    let u_mul_e = || {
+    let u_mul_e = |reduce| {
         let mut out = Tensor::zeros(&[n, 2]).unwrap();
         let io = SpmmIo { lhs: Some(x2.view()), rhs: Some(w.view()), out: out.view_mut(), arg_u: None, arg_e: None };
-        simd.gspmm(&g, SpmmSpec::new(BinaryOpKind::Mul, Target::Src, Target::Edge, ReduceKind::Sum), io).unwrap();
+        simd.gspmm(&g, SpmmSpec::new(BinaryOpKind::Mul, Target::Src, Target::Edge, reduce), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
-    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_mul_e()).collect();
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_mul_e(ReduceKind::Sum)).collect();
     let passes = assert_trial("u_mul_e_sum", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
     // The graph keeps the staged weights and their plan (two words per
     // edge) only while the decision is to stage.
@@ -117,13 +117,7 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     // A second signature with staged weights on the same graph shares the
     // staging: whatever its own trial decides, the staging stays held while
     // either signature runs staged.
-    let u_mul_e_max = || {
-        let mut out = Tensor::zeros(&[n, 2]).unwrap();
-        let io = SpmmIo { lhs: Some(x2.view()), rhs: Some(w.view()), out: out.view_mut(), arg_u: None, arg_e: None };
-        simd.gspmm(&g, SpmmSpec::new(BinaryOpKind::Mul, Target::Src, Target::Edge, ReduceKind::Max), io).unwrap();
-        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
-    };
-    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_mul_e_max()).collect();
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_mul_e(ReduceKind::Max)).collect();
     let max_passes = assert_trial("u_mul_e_max", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
     let any_staged = passes[8] == PassKind::Staged || max_passes[8] == PassKind::Staged;
     assert_eq!(
