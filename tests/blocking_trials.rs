@@ -4,8 +4,9 @@
 //! timings chose; the
 //! result never depends on which pass ran. The same for edge softmax's
 //! row-order and two-phase schemes, for g-SDDMM's plain and streamed
-//! stores, for its plain and staged one-float messages, and for g-SpMM's
-//! plain and staged scalar edge weights (two signatures sharing a staging).
+//! stores, for its plain and staged one-float messages, for g-SpMM's
+//! plain and staged scalar edge weights (two signatures sharing a staging),
+//! and for the max/min backward's pulled and scattered source gradient.
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -17,7 +18,7 @@ mod common;
 use common::rng::Rng;
 use gnnkern::backend::simd::{PassKind, cache_bytes, last_pass, staging_bytes};
 use gnnkern::op::{BinaryOpKind, ReduceKind, Target};
-use gnnkern::{BackendKind, Exec, Graph, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
+use gnnkern::{BackendKind, Exec, Graph, SddmmIo, SddmmSpec, SpmmBackwardIo, SpmmIo, SpmmSpec, Tensor};
 
 const BUDGET: usize = 256 << 10;
 
@@ -125,6 +126,34 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         any_staged,
         "staged weights held iff a signature runs staged (u_mul_e_sum {passes:?}, u_mul_e_max {max_passes:?})"
     );
+
+    // The max/min backward's source gradient of copy_u: with a 16-float
+    // column stripe per worker (d = 32 on two threads) the scatter is
+    // nominated against the pull, whatever the budget.
+    let mut out = Tensor::zeros(&[n, d]).unwrap();
+    let mut arg_e = vec![0i32; n * d];
+    let io = SpmmIo { lhs: Some(x.view()), rhs: None, out: out.view_mut(), arg_u: None, arg_e: Some(&mut arg_e) };
+    let copy_u_max = SpmmSpec::copy(Target::Src, ReduceKind::Max);
+    simd.gspmm(&g, copy_u_max, io).unwrap();
+    let grad_out = Tensor::from_vec(rng.signed_vec(n * d, 0.1, 1.0), vec![n, d]).unwrap();
+    let two_threads = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let copy_u_max_backward = || {
+        two_threads.install(|| {
+            let mut grad = Tensor::zeros(&[n, d]).unwrap();
+            let io = SpmmBackwardIo {
+                lhs: Some(x.view()),
+                rhs: None,
+                grad_out: grad_out.view(),
+                arg_e: Some(&arg_e),
+                grad_lhs: Some(grad.view_mut()),
+                grad_rhs: None,
+            };
+            simd.gspmm_backward(&g, copy_u_max, io).unwrap();
+            (grad.into_vec(), last_pass().expect("the max/min backward reports its source gradient's kernel"))
+        })
+    };
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| copy_u_max_backward()).collect();
+    assert_trial("copy_u_max_backward", &calls, PassKind::Pulled, |p| *p == PassKind::Scattered);
 
     // Edge softmax: [E, 4] logits (5 MiB) exceed the budget, so the model
     // nominates the two-phase scheme; calls 1-6 follow the trial schedule,

@@ -128,7 +128,8 @@ struct Timing<'a> {
 
 /// Warm-up runs, then `reps` timed runs; returns the times (ms), the
 /// backend that ran (`None` if gnnkern did not report one) and, for the
-/// SIMD backend's g-SpMM / g-SDDMM, the pass of the last run.
+/// SIMD backend's g-SpMM / g-SDDMM / edge softmax and the max/min
+/// backward, the pass of the last run.
 fn time_op<I: Index>(
     g: &Graph<I>,
     t: &Timing<'_>,
@@ -161,17 +162,29 @@ fn time_op<I: Index>(
         (
             Some(BackendKind::Simd),
             OpFamily::Spmm(_) | OpFamily::Sddmm(_) | OpFamily::EdgeSoftmax | OpFamily::EdgeSoftmaxBackward,
-        ) => gnnkern::backend::simd::last_pass().map(|p| match p {
-            PassKind::Plain => "plain".to_string(),
-            PassKind::Streamed => "streamed".to_string(),
-            PassKind::Staged => "staged".to_string(),
-            PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
-            PassKind::RowOrder => "row-order".to_string(),
-            PassKind::TwoPhase => "two-phase".to_string(),
-        }),
+        ) => gnnkern::backend::simd::last_pass().map(pass_name),
+        // The max/min backward's source gradient of a copy-like message:
+        // pulled or scattered (nothing reported for the others).
+        (_, OpFamily::SpmmBackward(spec)) if spec.reduce.has_arg() => {
+            gnnkern::backend::simd::last_pass().map(pass_name)
+        }
         _ => None,
     };
     Ok((times, backend, pass))
+}
+
+/// The run file's name for a SIMD pass.
+fn pass_name(pass: PassKind) -> String {
+    match pass {
+        PassKind::Plain => "plain".to_string(),
+        PassKind::Streamed => "streamed".to_string(),
+        PassKind::Staged => "staged".to_string(),
+        PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
+        PassKind::RowOrder => "row-order".to_string(),
+        PassKind::TwoPhase => "two-phase".to_string(),
+        PassKind::Pulled => "pulled".to_string(),
+        PassKind::Scattered => "scattered".to_string(),
+    }
 }
 
 /// The forward's edge arg outputs a max/min gradient op routes through (computed untimed).

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p gnnkern-simd --example kernel_bench -- \
 //!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate] \
-//!     [--ops spmm,sddmm,softmax] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128] [--stage-window N]
+//!     [--ops spmm,sddmm,softmax,argback] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128] [--stage-window N]
 //! ```
 //!
 //! `--only` keeps the g-SpMM / g-SDDMM cases of the named ops;
@@ -15,6 +15,10 @@
 //!
 //! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits).
 //!
+//! `--ops argback` (not in the default list) times copy_u_max's source
+//! gradient with the max/min backward's two kernels, `arg_pull` and
+//! `arg_scatter`, on the `arg_e` of one forward pass.
+//!
 //! Prints one TSV line per case: graph, op, d, variant, median ms, GB/s
 //! against the minimum-traffic model of the case, checksum. `--dump DIR`
 //! writes the graph (`src.bin`, `dst.bin`, int32) so the DGL script
@@ -23,8 +27,8 @@
 use gnnkern_simd::buffer::aligned_filled;
 use gnnkern_simd::isa::{IsaLevel, with_level};
 use gnnkern_simd::kernels::{
-    BlockedCsr, EdgeStaging, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, edge_softmax, prefers_edge_order, sddmm,
-    sddmm_staging_into, spmm, spmm_staging_into,
+    BlockedCsr, EdgeStaging, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, arg_pull, arg_scatter, edge_softmax,
+    prefers_edge_order, sddmm, sddmm_staging_into, spmm, spmm_staging_into,
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
@@ -285,6 +289,46 @@ impl Bench<'_> {
         }
     }
 
+    /// copy_u_max's source gradient, pulled over the out-CSR and scattered
+    /// by column stripes (the two kernels the backend's trial times), on
+    /// the `arg_e` of one forward pass over `x`, with `g` as the output
+    /// gradient; the two results must be bitwise equal.
+    fn arg_backward(&self, d: usize, x: &[f32], g: &[f32], edge_src: &[i32]) {
+        let plan = BroadcastPlan::new(OperandShape::of::<op::CopyLhs>(), &[d], &[]).unwrap();
+        let (n, num_src) = (self.csr.num_rows(), self.csr.num_cols());
+        let (mut out, mut arg_e) = (aligned_filled(n * d, 0f32), aligned_filled(n * d, 0i32));
+        let args = SpmmArgs {
+            csr: self.csr,
+            lhs_target: Target::Src,
+            rhs_target: Target::Edge,
+            plan: &plan,
+            lhs: x,
+            rhs: &[],
+            out: &mut out,
+            arg_u: None,
+            arg_e: Some(&mut arg_e),
+        };
+        spmm::<op::CopyLhs, op::Max, i32>(args, None).unwrap();
+        let mut results = Vec::new();
+        for (variant, scatter) in [("pulled", false), ("scattered", true)] {
+            let mut grad = aligned_filled(num_src * d, 0f32);
+            let ms = median_ms(self.reps, || {
+                if scatter {
+                    arg_scatter(edge_src, &arg_e, g, d, 1.0, &mut grad).unwrap();
+                } else {
+                    arg_pull(self.out_csr, &arg_e, g, d, 1.0, &mut grad).unwrap();
+                }
+            });
+            // Minimum traffic: arg_e and g read once, the gradient written once.
+            let bytes = 8.0 * (n * d) as f64 + 4.0 * grad.len() as f64;
+            let sum: f64 = grad.iter().map(|&v| f64::from(v)).sum();
+            self.report("copy_u_max_backward", d, variant, ms, bytes, sum);
+            results.push(grad);
+        }
+        let bits = |x: &[f32]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&results[0]) == bits(&results[1]), "pulled and scattered gradients differ");
+    }
+
     /// Edge softmax over `[E, heads]` logits, row-order and two-phase.
     fn softmax(&self, heads: usize, logits: &[f32], dst: EdgeDst<'_, i32>) {
         let e = self.csr.num_edges();
@@ -453,6 +497,13 @@ fn run(args: &[String]) {
                     b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", label, &[d], &[], x, &w, Some((&layout, tile)))
                 });
             }
+        }
+    }
+    if ops.contains("argback") {
+        let mut g = aligned_filled(n * dmax, 0f32);
+        g.iter_mut().for_each(|v| *v = rng.unit() as f32 - 0.5);
+        for &d in &ds {
+            b.arg_backward(d, &x[..n * d], &g[..n * d], &src);
         }
     }
     if ops.contains("softmax") {

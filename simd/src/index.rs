@@ -38,10 +38,13 @@ pub trait Index: sealed::Sealed + Copy + Ord + Hash + Debug + Default + Send + S
     fn from_usize(v: usize) -> Self;
     /// Widens to `i64` (lossless for both id types).
     fn to_i64(self) -> i64;
+    /// `ids` as `i32`s when `Self` is `i32` (for the vector id paths of
+    /// [`crate::isa::Simd::edge_offsets`]), else `None`.
+    fn as_i32s(ids: &[Self]) -> Option<&[i32]>;
 }
 
 macro_rules! impl_index {
-    ($t:ty, $name:literal) => {
+    ($t:ty, $name:literal, $as_i32s:expr) => {
         impl Index for $t {
             const NAME: &'static str = $name;
             const MAX_USIZE: usize = <$t>::MAX as usize;
@@ -69,12 +72,16 @@ macro_rules! impl_index {
             fn to_i64(self) -> i64 {
                 i64::from(self)
             }
+            #[inline(always)]
+            fn as_i32s(ids: &[Self]) -> Option<&[i32]> {
+                ($as_i32s)(ids)
+            }
         }
     };
 }
 
-impl_index!(i32, "int32");
-impl_index!(i64, "int64");
+impl_index!(i32, "int32", Some);
+impl_index!(i64, "int64", |_| None);
 
 #[cfg(test)]
 mod tests {
@@ -92,5 +99,11 @@ mod tests {
         assert_eq!(i32::try_from_usize(1 << 31), None);
         assert_eq!(i32::try_from_usize((1 << 31) - 1), Some(i32::MAX));
         assert_eq!(i64::try_from_usize(1 << 40), Some(1 << 40));
+    }
+
+    #[test]
+    fn only_i32_ids_are_i32s() {
+        assert_eq!(i32::as_i32s(&[3, -1]), Some(&[3, -1][..]));
+        assert_eq!(i64::as_i32s(&[3, -1]), None);
     }
 }

@@ -6,7 +6,10 @@
 //! - `vmovntps` (`_mm256_stream_ps`, `_mm512_stream_ps`), which `std::arch`
 //!   writes as inline assembly;
 //! - seven AVX-512 intrinsics that lower to `llvm.x86.avx512.*` calls it has
-//!   no shim for (probed one by one, nightly 2026-05-19).
+//!   no shim for (probed one by one, nightly 2026-05-19);
+//! - the `f32` gather and the scatter of the max/min backward's scatter-add
+//!   (`vgatherdps`, `vscatterdps`), added 2026-11-27 and not probed: taken
+//!   to be as unsupported as the integer gathers.
 //!
 //! Under `cfg(miri)`, `avx2.rs` and `avx512.rs` import them from here
 //! instead (an explicit import shadows their `std::arch` glob), so Miri runs
@@ -14,8 +17,9 @@
 //! - the streaming stores are aligned stores, with the same alignment
 //!   contract (Miri models no cache, so "non-temporal" has nothing to model;
 //!   `super::sfence` stands in for the fence that orders them);
-//! - the gathers read every active lane's address, exactly as `vpgatherdd`
-//!   and `vpgatherdq` do, so Miri checks those addresses;
+//! - the gathers read, and the scatter writes, every active lane's address,
+//!   exactly as `vpgatherdd`, `vpgatherdq`, `vgatherdps` and `vscatterdps`
+//!   do, so Miri checks those addresses;
 //! - the lane arithmetic follows Intel's pseudocode for each instruction.
 //!
 //! Compiled under Miri, and in native test builds for the bit-for-bit check
@@ -195,6 +199,46 @@ pub unsafe fn _mm512_mask_i32gather_epi64<const SCALE: i32>(
     unsafe { transmute::<[i64; 8], __m512i>(out) }
 }
 
+/// `vgatherdps`: as [`_mm512_mask_i32gather_epi32`] with `f32` lanes.
+///
+/// # Safety
+/// As for [`_mm512_mask_i32gather_epi32`].
+pub unsafe fn _mm512_mask_i32gather_ps<const SCALE: i32>(
+    src: __m512,
+    mask: __mmask16,
+    offsets: __m512i,
+    slice: *const f32,
+) -> __m512 {
+    // SAFETY: 64 bytes of plain data each, every bit pattern valid; the
+    // caller guarantees the active lanes' addresses.
+    unsafe {
+        let ints = _mm512_mask_i32gather_epi32::<SCALE>(transmute::<__m512, __m512i>(src), mask, offsets, slice.cast());
+        transmute::<__m512i, __m512>(ints)
+    }
+}
+
+/// `vscatterdps`: lane `i` on in `mask` writes its float at byte
+/// `offsets[i] * SCALE` of `slice`, lanes in ascending order (so the
+/// highest of equal offsets lands last); lanes off write nothing.
+///
+/// # Safety
+/// Every active lane's address is writable (the intrinsic's contract).
+pub unsafe fn _mm512_mask_i32scatter_ps<const SCALE: i32>(
+    slice: *mut f32,
+    mask: __mmask16,
+    offsets: __m512i,
+    src: __m512,
+) {
+    // SAFETY: 64 bytes of plain data.
+    let offsets = unsafe { transmute::<__m512i, [i32; 16]>(offsets) };
+    for (i, x) in f32s(src).into_iter().enumerate() {
+        if mask >> i & 1 == 1 {
+            // SAFETY: the caller guarantees the active lanes' addresses.
+            unsafe { slice.byte_offset(offsets[i] as isize * SCALE as isize).write_unaligned(x) };
+        }
+    }
+}
+
 /// The stand-ins against the instructions, bit for bit, on a CPU with
 /// AVX-512 (natively; under Miri there are no instructions to compare).
 #[cfg(all(test, not(miri)))]
@@ -240,7 +284,8 @@ mod tests {
         }
         // SAFETY: AVX-512F/VL were detected above; the streams write
         // inside an aligned `Line`, and the gathers read only
-        // `table`, at the offsets below.
+        // `table` and the scatters write only their 19-float arrays, at the
+        // offsets below (all < 19).
         unsafe {
             for (a, b) in pairs() {
                 assert_eq!(bits(_mm512_max_ps(a, b)), bits(hw::_mm512_max_ps(a, b)));
@@ -280,6 +325,17 @@ mod tests {
                     bits(_mm512_mask_i32gather_epi64::<8>(src, m8, lo, table.as_ptr())),
                     bits(hw::_mm512_mask_i32gather_epi64::<8>(src, m8, lo, table.as_ptr())),
                 );
+                let (fsrc, tf) = (hw::_mm512_set1_ps(-2.5), table.as_ptr().cast::<f32>());
+                assert_eq!(
+                    bits(_mm512_mask_i32gather_ps::<4>(fsrc, mask, idx, tf)),
+                    bits(hw::_mm512_mask_i32gather_ps::<4>(fsrc, mask, idx, tf)),
+                );
+                // Offsets repeat (i * 7 % 19): the highest lane of a pair lands last.
+                let (mut ours, mut theirs) = ([0f32; 19], [0f32; 19]);
+                let x = from_f32s(std::array::from_fn(|i| i as f32 + 0.5));
+                _mm512_mask_i32scatter_ps::<4>(ours.as_mut_ptr(), mask, idx, x);
+                hw::_mm512_mask_i32scatter_ps::<4>(theirs.as_mut_ptr(), mask, idx, x);
+                assert_eq!(bits(ours), bits(theirs));
             }
         }
     }

@@ -4,7 +4,7 @@
 //! [`Simd`] trait; each ISA module supplies only the vocabulary: load/store
 //! (with masked tails, and non-temporal for large outputs), arithmetic,
 //! compares/selects for max/min with arg outputs, the gathers that turn
-//! winning ordinals into ids, and the two bit tricks the vectorised `exp`
+//! winning ordinals into ids, the scatter-add of the max/min backward, and the two bit tricks the vectorised `exp`
 //! needs.
 //! A value of an ISA type is a capability token: it can be obtained only
 //! from `try_new()` (which checks the CPU) or an `unsafe new_unchecked()`,
@@ -171,6 +171,36 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// # Safety
     /// As for [`Simd::gather_i32`].
     unsafe fn gather_i64(self, table: *const i64, idx: Self::I32, out: *mut i64, n: usize);
+    /// Gradient offsets of a scatter through edge ids (the max/min
+    /// backward's `kernels::arg_scatter`): for each lane `l < n`, with
+    /// `e = ids[l]` and `rows_len_col = (num_rows, row_len, col)`,
+    /// `out[l] = edge_src[e] · row_len + col + l` when `e` is
+    /// an edge (`0 <= e < edge_src.len()`) whose source is a row
+    /// (`0 <= edge_src[e] < num_rows`), else `-1`; lanes from `n` on get
+    /// `-1`. AVX-512 checks and looks up all lanes at once (one
+    /// `vpgatherdd`), the other levels lane by lane.
+    ///
+    /// # Safety
+    /// `ids` must be readable for `n <= LANES` ids and `out` writable for
+    /// `LANES`; `col + n <= row_len` and `num_rows · row_len <= i32::MAX`
+    /// (so every offset fits).
+    unsafe fn edge_offsets(
+        self,
+        ids: *const i32,
+        n: usize,
+        edge_src: &[i32],
+        rows_len_col: (usize, usize, usize),
+        out: *mut i32,
+    );
+    /// `table[idx[l]] += x[l]` in f32 for every lane `l` with `idx[l] >= 0`
+    /// (the others are not touched): a gather, an add and a scatter on
+    /// AVX-512, lane by lane below it.
+    ///
+    /// # Safety
+    /// `idx` must be readable for `LANES` `i32`s; for every lane with
+    /// `idx[l] >= 0`, `table.add(idx[l])` must be readable and writable,
+    /// and those lanes' `idx` must be distinct.
+    unsafe fn scatter_add(self, table: *mut f32, idx: *const i32, x: Self::F32);
 }
 
 /// Runs `task` with the token of `level`, or of the best supported level
@@ -234,6 +264,59 @@ mod tests {
             let line = with_token(level, Vectorized);
             let want: Vec<f32> = (0..line.len()).map(|i| i as f32 + 0.5).collect();
             assert_eq!(line, want, "{}", level.name());
+        }
+    }
+
+    /// [`Simd::edge_offsets`] for every prefix length `n`, over ids that
+    /// are edges, negative, past the edges, or edges whose source is past
+    /// the rows; each level against the rule written out.
+    struct Offsets(usize);
+
+    impl Task for Offsets {
+        type Output = Vec<i32>;
+        #[inline(always)]
+        fn run<S: Simd>(self, s: S) -> Vec<i32> {
+            let ids = [2, -1, 0, 5, 3, i32::MIN, 4, 1, 2, 0, 7, -7, 1, 3, 2, 0];
+            let edge_src = [1, 0, 3, 9, 2];
+            let mut out = [7i32; 16];
+            // SAFETY: `ids` holds 16 >= n ids and `out` 16 >= LANES ints;
+            // col 2 + n <= row_len 20, and 4 rows · 20 fit `i32`.
+            unsafe { s.edge_offsets(ids.as_ptr(), self.0, &edge_src, (4, 20, 2), out.as_mut_ptr()) };
+            out[..S::LANES].to_vec()
+        }
+    }
+
+    struct VectorizedOffsets(usize);
+
+    impl Task for VectorizedOffsets {
+        type Output = Vec<i32>;
+        fn run<S: Simd>(self, s: S) -> Vec<i32> {
+            s.vectorize(Offsets(self.0))
+        }
+    }
+
+    #[test]
+    fn edge_offsets_follow_the_rule_at_every_level() {
+        let ids = [2, -1, 0, 5, 3, i32::MIN, 4, 1, 2, 0, 7, -7, 1, 3, 2, 0];
+        let edge_src = [1i32, 0, 3, 9, 2];
+        for level in IsaLevel::ALL.into_iter().filter(|l| l.is_supported()) {
+            for n in 0..=16 {
+                let lanes = with_token(level, VectorizedOffsets(0)).len();
+                if n > lanes {
+                    continue;
+                }
+                let got = with_token(level, VectorizedOffsets(n));
+                let want: Vec<i32> = (0..lanes)
+                    .map(|l| {
+                        let e = if l < n { ids[l] } else { -1 };
+                        match usize::try_from(e).ok().and_then(|e| edge_src.get(e)) {
+                            Some(&u) if (0..4).contains(&u) => u * 20 + 2 + l as i32,
+                            _ => -1,
+                        }
+                    })
+                    .collect();
+                assert_eq!(got, want, "{}, n = {n}", level.name());
+            }
         }
     }
 }

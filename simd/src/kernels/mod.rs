@@ -4,6 +4,7 @@
 //! runs one [`crate::isa::Simd::vectorize`] per worker task.
 
 mod arg_pull;
+mod arg_scatter;
 mod blocked;
 mod common;
 mod sddmm;
@@ -13,6 +14,7 @@ mod spmm;
 mod staged;
 
 pub use arg_pull::arg_pull;
+pub use arg_scatter::{arg_scatter, arg_scatter_may_help};
 pub use blocked::BlockedCsr;
 pub use common::SharedMut;
 pub use sddmm::{

@@ -80,6 +80,13 @@ pub enum PassKind {
     /// Edge softmax (or its backward) in two phases: rows into a node
     /// table, then edges in id order.
     TwoPhase,
+    /// Max/min backward, source gradient of a copy-like message: pulled
+    /// over the out-CSR (`gnnkern_simd::kernels::arg_pull`).
+    Pulled,
+    /// Max/min backward, source gradient of a copy-like message: scattered
+    /// by column stripes (`gnnkern_simd::kernels::arg_scatter`, see
+    /// [`trials::Scattered`]).
+    Scattered,
 }
 
 thread_local! {
@@ -87,9 +94,17 @@ thread_local! {
 }
 
 /// The pass the last g-SpMM, g-SDDMM or edge softmax of this thread ran on
-/// the SIMD backend (`None` before any).
+/// the SIMD backend, or the last max/min backward's source gradient of a
+/// copy-like message (`None` before any).
 pub fn last_pass() -> Option<PassKind> {
     LAST_PASS.with(Cell::get)
+}
+
+/// Sets this thread's [`last_pass`] from outside this module: the max/min
+/// backward in `crate::ops::grad` clears it (`None`) and records the source
+/// gradient's kernel.
+pub(crate) fn note_pass_kind(kind: Option<PassKind>) {
+    LAST_PASS.with(|c| c.set(kind));
 }
 
 fn note_pass<I: Index>(layout: Option<(&BlockedCsr<I>, usize)>) {

@@ -59,6 +59,14 @@
 //! scattered edge ids likewise times the plain pass against one that first
 //! stages the operand by slot window ([`StagedOperand`]; "Staged edge operands"),
 //! when the traffic model nominates no blocking.
+//!
+//! The max/min backward's source gradient of a copy-like message times the
+//! pull over the out-CSR against a scatter by column stripes
+//! ([`Scattered`]): the scatter issues 16 random read-modify-writes per
+//! AVX-512 gather/scatter pair, which won on RMAT graphs on an Intel Xeon
+//! VM (family 6 model 207), where the pull had won against the scalar
+//! scatter on the Zen 5 VM
+//! (docs/PERFORMANCE.md, "Max/min backward: scatter or pull").
 
 use super::BlockCache;
 use crate::graph::Graph;
@@ -177,6 +185,14 @@ pub struct Staged;
 /// only: they share one staging per graph.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StagedOperand;
+
+/// The max/min backward's nominee for the source gradient of a copy-like
+/// message: the column-stripe scatter (`gnnkern_simd::kernels::arg_scatter`)
+/// against the pull over the out-CSR (`arg_pull`), nominated by
+/// `arg_scatter_may_help`. Both add each element's terms in ascending
+/// destination order, so the results are bitwise identical.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scattered;
 
 /// Runs `pass` with the default scheme (`false`) or the nominee `P`
 /// (`true`: two phases for edge softmax, streamed or staged messages for

@@ -26,13 +26,20 @@
 //! to run and across thread counts.
 //!
 //! The commonest source gradient, an elementwise message with a constant
-//! partial (copy_u, u_add_*, u_sub_*: `c·g`), is instead *pulled* over the
-//! out-CSR ([`gnnkern_simd::kernels::arg_pull`]): each worker owns whole
-//! source rows and reads, per out-edge, the destination's contiguous `arg_e`
-//! and `g` rows, prefetched ahead, instead of one random read-modify-write
-//! per element (1.3–1.6× faster at d = 128, docs/PERFORMANCE.md). Out-CSR
-//! rows are sorted by destination, so the terms arrive in the scatter's
-//! order and the two are bitwise identical (tested below).
+//! partial (copy_u, u_add_*, u_sub_*: `c·g`), runs one of two kernels, as
+//! timed trials per signature and graph decide (`trials::Scattered`):
+//! - *pulled* over the out-CSR ([`gnnkern_simd::kernels::arg_pull`]): each
+//!   worker owns whole source rows and reads, per out-edge, the
+//!   destination's contiguous `arg_e` and `g` rows, prefetched ahead
+//!   (1.3–1.6× faster than this module's scalar sweep at d = 128 on the
+//!   Zen 5 VM, docs/PERFORMANCE.md); out-CSR rows are sorted by
+//!   destination, so the terms arrive in the sweep's order;
+//! - *scattered* by column stripes ([`gnnkern_simd::kernels::arg_scatter`]),
+//!   as the sweep below but with 16 random read-modify-writes per AVX-512
+//!   gather/scatter pair, which beat the pull on RMAT graphs on an Intel
+//!   Xeon VM (family 6 model 207), and tied or lost on uniform ones.
+//!
+//! All three are bitwise identical (tested below).
 //!
 //! Contributions are formed in f64 and accumulated in f32 in place: an
 //! element's sum has at most out-degree terms, the `eps · magnitude ·
@@ -40,12 +47,18 @@
 //! (1 GB at 2^20 nodes × 128) is needed.
 
 use crate::Index;
+use crate::backend::simd::trials::{self, Signature};
+use crate::backend::simd::{PassKind, note_pass_kind};
 use crate::graph::Graph;
 use crate::{Error, Result};
-use gnnkern_simd::kernels::SharedMut;
+use gnnkern_simd::kernels::{self, SharedMut};
 use gnnkern_simd::layout::BroadcastPlan;
 use gnnkern_simd::op::{BinaryOpKind, Target};
 use rayon::prelude::*;
+use std::any::TypeId;
+
+/// Marks the copy-like source gradient in trial signatures.
+struct CopyLikeSourceGradient;
 
 /// Which operand is differentiated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,7 +193,7 @@ impl<I: Index> ArgBackward<'_, I> {
         if let (Target::Src, Some(c)) = (target, constant)
             && self.is_elementwise(side)
         {
-            return self.pull_sources(c, grad);
+            return self.copy_like_sources(c, grad);
         }
         grad.par_iter_mut().for_each(|y| *y = 0.0);
         let out = (SharedMut::new(grad), row_len);
@@ -201,7 +214,8 @@ impl<I: Index> ArgBackward<'_, I> {
     }
 
     /// Whether `side`'s terms are exactly `o → column o` (no broadcast, no
-    /// dot): then the source gradient can be pulled ([`Self::pull_sources`]).
+    /// dot): then the source gradient can be pulled or scattered by the simd
+    /// kernels ([`Self::copy_like_sources`]).
     fn is_elementwise(&self, side: Side) -> bool {
         let plan = self.plan;
         let len = if side == Side::Lhs { plan.lhs_len } else { plan.rhs_len };
@@ -214,17 +228,39 @@ impl<I: Index> ArgBackward<'_, I> {
     }
 
     /// The source gradient of an elementwise message with constant partial
-    /// `c` (copy/add/sub), pulled over the out-CSR by
-    /// [`gnnkern_simd::kernels::arg_pull`]: each worker owns whole source
-    /// rows, and every element receives its terms in ascending destination
-    /// order, as [`Self::sweep`] adds them (bitwise identical; tested).
-    fn pull_sources(&self, c: f64, grad: &mut [f32]) -> Result<()> {
+    /// `c` (copy/add/sub), pulled over the out-CSR
+    /// ([`gnnkern_simd::kernels::arg_pull`]: each worker owns whole source
+    /// rows) or scattered by column stripes with vector gathers and scatters
+    /// ([`gnnkern_simd::kernels::arg_scatter`]), as the timed trials of the
+    /// signature on this graph decide ([`trials::Scattered`]). Either way
+    /// every element receives its terms in ascending destination order, as
+    /// [`Self::sweep`] adds them (bitwise identical; tested).
+    fn copy_like_sources(&self, c: f64, grad: &mut [f32]) -> Result<()> {
         let row_len = self.plan.out_len;
         // `c` is 1, -1 or 0 (`partials` of copy/add/sub), exact in f32, so
-        // `c · g` rounds as the scatter's f64 product does.
+        // `c · g` rounds as the sweep's f64 product does.
         debug_assert!(c == 1.0 || c == -1.0 || c == 0.0);
-        gnnkern_simd::kernels::arg_pull(self.graph.out_csr().view(), self.arg_e, self.grad_out, row_len, c as f32, grad)
+        let c = c as f32;
+        let sig = Signature {
+            kernel: TypeId::of::<CopyLikeSourceGradient>(),
+            lhs: Target::Src,
+            rhs: Target::Dst,
+            lhs_len: row_len,
+            rhs_len: 0,
+            out_len: row_len,
+            args: true,
+        };
+        let nominated = kernels::arg_scatter_may_help(row_len, grad.len());
+        trials::run_scheme::<I, trials::Scattered>(self.graph, sig, nominated, &mut |scatter| {
+            note_pass_kind(Some(if scatter { PassKind::Scattered } else { PassKind::Pulled }));
+            if scatter {
+                kernels::arg_scatter(self.graph.coo().0, self.arg_e, self.grad_out, row_len, c, grad)
+            } else {
+                kernels::arg_pull(self.graph.out_csr().view(), self.arg_e, self.grad_out, row_len, c, grad)
+            }
             .map_err(Error::from)
+        })
+        .map(drop)
     }
 
     /// Runs [`Self::scatter_row`] over every destination, split among
@@ -326,10 +362,13 @@ mod tests {
         (graph, arg_e, g)
     }
 
-    /// The pulled source gradient (copy_u: `c = 1`; the source operand of
-    /// `v_sub_u`: `c = -1`) is bitwise what the column-split scatter adds.
+    /// The pulled and the scattered source gradient (copy_u: `c = 1`; the
+    /// source operand of `v_sub_u`: `c = -1`) are bitwise what the
+    /// column-split sweep adds, called directly and through the trials
+    /// (which run both on their way to a decision where the scatter is
+    /// nominated).
     #[test]
-    fn pulled_source_gradient_is_bitwise_the_scatter() {
+    fn copy_like_source_gradients_are_bitwise_the_sweep() {
         const D: usize = 40;
         let (graph, arg_e, g) = case(D);
         let features = vec![0f32; graph.num_src().max(graph.num_dst()) * D];
@@ -339,6 +378,7 @@ mod tests {
             (BinaryOpKind::CopyLhs, BroadcastPlan::new(copy, &[D], &[]).unwrap(), Target::Src, Target::Dst, Side::Lhs),
             (BinaryOpKind::Sub, BroadcastPlan::new(binary, &[D], &[D]).unwrap(), Target::Dst, Target::Src, Side::Rhs),
         ];
+        let bits = |x: &[f32]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
         for (op, plan, lhs, rhs, side) in cases {
             let pass = ArgBackward {
                 graph: &graph,
@@ -350,18 +390,24 @@ mod tests {
                 arg_e: &arg_e,
             };
             assert!(pass.is_elementwise(side), "{op:?}");
-            let mut pulled = vec![f32::NAN; graph.num_src() * D];
-            pass.run(side, &mut pulled).unwrap();
-
-            let mut scattered = vec![0f32; graph.num_src() * D];
+            let mut swept = vec![0f32; graph.num_src() * D];
             let c = if op == BinaryOpKind::Sub { -1.0 } else { 1.0 };
             let src = graph.coo().0;
-            let out = (SharedMut::new(&mut scattered), D);
+            let out = (SharedMut::new(&mut swept), D);
             pass.sweep(side, Target::Src, out, |e, _| src[e].to_usize(), |_, _, _| c);
+            assert!(swept.iter().any(|&y| y != 0.0), "{op:?}: nothing was swept");
 
-            let bits = |x: &[f32]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&pulled), bits(&scattered), "{op:?}");
-            assert!(pulled.iter().any(|&y| y != 0.0), "{op:?}: nothing was pulled");
+            let mut pulled = vec![f32::NAN; graph.num_src() * D];
+            kernels::arg_pull(graph.out_csr().view(), &arg_e, &g, D, c as f32, &mut pulled).unwrap();
+            assert_eq!(bits(&pulled), bits(&swept), "{op:?}: pulled");
+            let mut scattered = vec![f32::NAN; graph.num_src() * D];
+            kernels::arg_scatter(src, &arg_e, &g, D, c as f32, &mut scattered).unwrap();
+            assert_eq!(bits(&scattered), bits(&swept), "{op:?}: scattered");
+            for call in 1..=trials::CALLS_TO_DECIDE + 1 {
+                let mut ran = vec![f32::NAN; graph.num_src() * D];
+                pass.run(side, &mut ran).unwrap();
+                assert_eq!(bits(&ran), bits(&swept), "{op:?}: call {call}");
+            }
         }
     }
 }
