@@ -243,35 +243,20 @@ impl Simd for Avx2 {
         ids: *const i32,
         n: usize,
         edge_src: &[i32],
-        (num_rows, row_len, col): (usize, usize, usize),
+        rows_len_col: (usize, usize, usize),
         out: *mut i32,
     ) {
-        for l in 0..8 {
-            // SAFETY: the caller guarantees `n` readable ids.
-            let e = if l < n { unsafe { *ids.add(l) } } else { -1 };
-            let u = usize::try_from(e).ok().and_then(|e| edge_src.get(e)).and_then(|&u| usize::try_from(u).ok());
-            let at = u.filter(|&u| u < num_rows).map_or(-1, |u| (u * row_len + col + l) as i32);
-            // SAFETY: the caller guarantees `8` writable ints; the
-            // offset fits (`num_rows · row_len <= i32::MAX`, `col + n <= row_len`).
-            unsafe { *out.add(l) = at };
-        }
+        // SAFETY: forwarded from the caller, with LANES = 8.
+        unsafe { super::edge_offsets_by_lane(8, (ids, n), edge_src, rows_len_col, out) }
     }
     #[inline(always)]
     unsafe fn scatter_add(self, table: *mut f32, idx: *const i32, x: __m256) {
-        // No scatter instruction below AVX-512: lane by lane.
-        let x: [f32; 8] = {
-            let mut a = [0.0; 8];
-            // SAFETY: the token proves AVX; `a` holds 8 floats.
-            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), x) };
-            a
-        };
-        for (l, &x) in x.iter().enumerate() {
-            // SAFETY: the caller guarantees 8 readable ids.
-            let i = unsafe { *idx.add(l) };
-            if i >= 0 {
-                // SAFETY: the caller guarantees this lane's element.
-                unsafe { *table.add(i as usize) += x };
-            }
+        let mut lanes = [0.0; 8];
+        // SAFETY: the token proves AVX; `lanes` holds 8 floats; the rest is
+        // forwarded from the caller.
+        unsafe {
+            _mm256_storeu_ps(lanes.as_mut_ptr(), x);
+            super::scatter_add_by_lane(table, idx, &lanes)
         }
     }
 }

@@ -203,6 +203,47 @@ pub trait Simd: Copy + Send + Sync + 'static {
     unsafe fn scatter_add(self, table: *mut f32, idx: *const i32, x: Self::F32);
 }
 
+/// [`Simd::edge_offsets`] lane by lane, for the levels without a vector
+/// form (`lanes`: their `LANES`).
+///
+/// # Safety
+/// As for [`Simd::edge_offsets`], with `LANES = lanes`.
+#[inline(always)]
+unsafe fn edge_offsets_by_lane(
+    lanes: usize,
+    (ids, n): (*const i32, usize),
+    edge_src: &[i32],
+    (num_rows, row_len, col): (usize, usize, usize),
+    out: *mut i32,
+) {
+    for l in 0..lanes {
+        // SAFETY: the caller guarantees `n` readable ids.
+        let e = if l < n { unsafe { *ids.add(l) } } else { -1 };
+        let u = usize::try_from(e).ok().and_then(|e| edge_src.get(e)).and_then(|&u| usize::try_from(u).ok());
+        let at = u.filter(|&u| u < num_rows).map_or(-1, |u| (u * row_len + col + l) as i32);
+        // SAFETY: the caller guarantees `lanes` writable ints; the offset
+        // fits (`num_rows · row_len <= i32::MAX`, `col + n <= row_len`).
+        unsafe { *out.add(l) = at };
+    }
+}
+
+/// [`Simd::scatter_add`] lane by lane (no scatter instruction below
+/// AVX-512), with the vector's lanes in `x`.
+///
+/// # Safety
+/// As for [`Simd::scatter_add`], with `LANES = x.len()`.
+#[inline(always)]
+unsafe fn scatter_add_by_lane(table: *mut f32, idx: *const i32, x: &[f32]) {
+    for (l, &x) in x.iter().enumerate() {
+        // SAFETY: the caller guarantees `x.len()` readable ids.
+        let i = unsafe { *idx.add(l) };
+        if i >= 0 {
+            // SAFETY: the caller guarantees this lane's element.
+            unsafe { *table.add(i as usize) += x };
+        }
+    }
+}
+
 /// Runs `task` with the token of `level`, or of the best supported level
 /// below it. The task itself is not compiled for the ISA: drivers call
 /// [`Simd::vectorize`] once per worker task, above the row loop.

@@ -157,28 +157,15 @@ impl Simd for Portable {
         ids: *const i32,
         n: usize,
         edge_src: &[i32],
-        (num_rows, row_len, col): (usize, usize, usize),
+        rows_len_col: (usize, usize, usize),
         out: *mut i32,
     ) {
-        for l in 0..L {
-            // SAFETY: the caller guarantees `n` readable ids.
-            let e = if l < n { unsafe { *ids.add(l) } } else { -1 };
-            let u = usize::try_from(e).ok().and_then(|e| edge_src.get(e)).and_then(|&u| usize::try_from(u).ok());
-            let at = u.filter(|&u| u < num_rows).map_or(-1, |u| (u * row_len + col + l) as i32);
-            // SAFETY: the caller guarantees `L` writable ints; the
-            // offset fits (`num_rows · row_len <= i32::MAX`, `col + n <= row_len`).
-            unsafe { *out.add(l) = at };
-        }
+        // SAFETY: forwarded from the caller, with LANES = L.
+        unsafe { super::edge_offsets_by_lane(L, (ids, n), edge_src, rows_len_col, out) }
     }
     #[inline(always)]
     unsafe fn scatter_add(self, table: *mut f32, idx: *const i32, x: [f32; L]) {
-        for (l, &x) in x.iter().enumerate() {
-            // SAFETY: the caller guarantees `L` readable ids.
-            let i = unsafe { *idx.add(l) };
-            if i >= 0 {
-                // SAFETY: the caller guarantees this lane's element.
-                unsafe { *table.add(i as usize) += x };
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { super::scatter_add_by_lane(table, idx, &x) }
     }
 }
