@@ -17,12 +17,11 @@
 //! ([`Simd::edge_offsets`]) and adds with a `vgatherdps` / `vscatterdps`
 //! pair ([`Simd::scatter_add`]); `i64` ids compute their offsets lane by
 //! lane. On an Intel Xeon VM (family 6 model 207), 2^16 nodes / 2^20
-//! edges, it took 3.4 against
-//! the pull's 5.6 ms at d = 32 on RMAT and 11.6 against 20.9 ms at
-//! d = 128, but 7.1 against 6.1 ms at d = 32 on the uniform graph (level
-//! at d = 128); the pull had beaten the scalar scatter on the Zen 5 VM. So
-//! the backend's trial picks per signature and graph (docs/PERFORMANCE.md,
-//! "Max/min backward: scatter or pull").
+//! edges, it took 3.4 against the pull's 5.6 ms at d = 32 on RMAT and 11.6
+//! against 20.9 ms at d = 128, but 7.1 against 6.1 ms at d = 32 on the
+//! uniform graph (level at d = 128); the pull had beaten the scalar scatter
+//! on the Zen 5 VM. So the backend's trial picks per signature and graph
+//! (docs/PERFORMANCE.md, "Max/min backward: scatter or pull").
 //!
 //! # Parallel without atomics, in the pull's order
 //! The columns are split among workers in stripes of 16 floats (one 64-byte
