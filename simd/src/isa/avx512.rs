@@ -284,9 +284,12 @@ impl Simd for Avx512 {
     #[inline(always)]
     unsafe fn scatter_add(self, table: *mut f32, idx: *const i32, x: __m512) {
         // 16 random read-modify-writes issued per `vgatherdps` /
-        // `vscatterdps` pair: 1.0-1.5x faster than scalar loads, adds and
-        // stores in the max/min backward's source gradient (prototype,
-        // perf-reports/ablation/2026-11-27_xeon_arg-scatter-backward.tsv).
+        // `vscatterdps` pair. Alone, with offsets computed lane by lane, the
+        // pair did not beat scalar loads, adds and stores (prototype
+        // `vecb` against `scalar`, perf-reports/ablation/
+        // 2026-11-27_xeon_arg-scatter-backward.tsv, section 1c); with the
+        // vector id lookup of `edge_offsets` it did in seven of eight pairs
+        // (`vec`: 0.85-1.5x the scalar form's speed, sections 1a and 1c).
         // SAFETY: the token proves AVX-512F; the caller guarantees 16
         // readable ids, and for the active lanes (`idx >= 0`, the mask)
         // readable, writable and distinct elements; inactive lanes are

@@ -4,8 +4,8 @@
 //! [`Simd`] trait; each ISA module supplies only the vocabulary: load/store
 //! (with masked tails, and non-temporal for large outputs), arithmetic,
 //! compares/selects for max/min with arg outputs, the gathers that turn
-//! winning ordinals into ids, the scatter-add of the max/min backward, and the two bit tricks the vectorised `exp`
-//! needs.
+//! winning ordinals into ids, the edge-id offsets and scatter-add of the
+//! max/min backward, and the two bit tricks the vectorised `exp` needs.
 //! A value of an ISA type is a capability token: it can be obtained only
 //! from `try_new()` (which checks the CPU) or an `unsafe new_unchecked()`,
 //! so holding one proves the instructions exist.

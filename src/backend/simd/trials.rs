@@ -62,8 +62,9 @@
 //!
 //! The max/min backward's source gradient of a copy-like message times the
 //! pull over the out-CSR against a scatter by column stripes
-//! ([`Scattered`]): the scatter issues 16 random read-modify-writes per
-//! AVX-512 gather/scatter pair, which won on RMAT graphs on an Intel Xeon
+//! ([`Scattered`]): per 16 lanes the scatter looks up the winning edges'
+//! sources with one AVX-512 gather and issues the read-modify-writes as a
+//! gather/scatter pair, which won on RMAT graphs on an Intel Xeon
 //! VM (family 6 model 207), where the pull had won against the scalar
 //! scatter on the Zen 5 VM
 //! (docs/PERFORMANCE.md, "Max/min backward: scatter or pull").

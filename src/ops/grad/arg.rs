@@ -35,9 +35,10 @@
 //!   Zen 5 VM, docs/PERFORMANCE.md); out-CSR rows are sorted by
 //!   destination, so the terms arrive in the sweep's order;
 //! - *scattered* by column stripes ([`gnnkern_simd::kernels::arg_scatter`]),
-//!   as the sweep below but with 16 random read-modify-writes per AVX-512
-//!   gather/scatter pair, which beat the pull on RMAT graphs on an Intel
-//!   Xeon VM (family 6 model 207), and tied or lost on uniform ones.
+//!   as the sweep below but with the winning edges' sources looked up and
+//!   16 read-modify-writes issued per AVX-512 gather/scatter, which beat
+//!   the pull on RMAT graphs on an Intel Xeon VM (family 6 model 207), and
+//!   tied or lost on uniform ones.
 //!
 //! All three are bitwise identical (tested below).
 //!
