@@ -1,12 +1,13 @@
 //! The SIMD backend's blocking trials (`src/backend/simd/trials.rs`): when
 //! the traffic model nominates a blocked pass, calls 1–6 run plain, plain,
 //! blocked, blocked, plain, blocked, and every later call runs the pass the
-//! timings chose; the
-//! result never depends on which pass ran. The same for edge softmax's
-//! row-order and two-phase schemes, for g-SDDMM's plain and streamed
-//! stores, for its plain and staged one-float messages, for g-SpMM's
-//! plain and staged scalar edge weights (two signatures sharing a staging),
-//! and for the max/min backward's pulled and scattered source gradient.
+//! timings chose; the result never depends on which pass ran. The same for
+//! edge softmax's row-order and two-phase schemes, for g-SpMM's plain and
+//! staged scalar edge weights (two signatures sharing a staging), and for
+//! the max/min backward's pulled and scattered source gradient. g-SDDMM's
+//! trials have three candidates and nine calls (`trials::schedule`): the
+//! plain CSR walk, the streamed one (vector messages) or the staged one
+//! (one-float messages), and the walk in edge-id order.
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -22,8 +23,7 @@ use gnnkern::{BackendKind, Exec, Graph, SddmmIo, SddmmSpec, SpmmBackwardIo, Spmm
 
 const BUDGET: usize = 256 << 10;
 
-/// Which of the first six calls run the nominated pass (`trials::SCHEDULE`).
-const SCHEDULE: [bool; 6] = [false, false, true, true, false, true];
+use gnnkern::backend::simd::trials::schedule;
 
 #[test]
 fn trials_time_both_passes_then_keep_one_and_results_never_change() {
@@ -74,8 +74,9 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Add, Target::Src, Target::Dst), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
-    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_add_v()).collect();
-    assert_trial("u_add_v", &calls, PassKind::Plain, |p| *p == PassKind::Streamed);
+    let (streamed, edge_order) = (|p: &PassKind| *p == PassKind::Streamed, |p: &PassKind| *p == PassKind::EdgeOrder);
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_add_v()).collect();
+    assert_trials("u_add_v", &calls, PassKind::Plain, &[&streamed, &edge_order]);
 
     // g-SDDMM with one float per edge: an [E, 1] output (1.3 MB) above the
     // budget, edge ids scattered along the walk (random COO order): staged
@@ -86,11 +87,12 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
-    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| u_dot_v()).collect();
-    let passes = assert_trial("u_dot_v", &calls, PassKind::Plain, |p| *p == PassKind::Staged);
+    let staged = |p: &PassKind| *p == PassKind::Staged;
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_dot_v()).collect();
+    let passes = assert_trials("u_dot_v", &calls, PassKind::Plain, &[&staged, &edge_order]);
     // The graph keeps the records (an edge id and a message per edge) only
     // while the decision is to stage.
-    let records = if passes[8] == PassKind::Staged { e * 2 * 4 } else { 0 };
+    let records = if passes[11] == PassKind::Staged { e * 2 * 4 } else { 0 };
     assert_eq!(staging_bytes(&g), records, "u_dot_v: staging records held iff staged ({passes:?})");
 
     // g-SpMM with a scalar edge weight: [E, 1] weights (1.3 MB) above the
@@ -181,20 +183,41 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     }
 }
 
-/// Checks nine calls of one signature: calls 1-6 run `plain` or the
-/// nominee as the trial schedule says, later calls keep one decision, and
-/// every output is bitwise the same as call 1's. Returns the passes.
+/// Checks the calls of one signature against a trial between `plain` and
+/// one nominee (the pass matching `nominee`): see [`assert_trials`].
 fn assert_trial(
     name: &str,
     calls: &[(Vec<f32>, PassKind)],
     plain: PassKind,
     nominee: impl Fn(&PassKind) -> bool,
 ) -> Vec<PassKind> {
+    assert_trials(name, calls, plain, &[&nominee])
+}
+
+/// Checks the calls of one signature (three per candidate, then three
+/// more): the first calls run `plain` or the nominees (the passes matching
+/// `nominees[i]`) as `trials::schedule` says, later calls keep one
+/// decision, and every output is bitwise the same as call 1's. Returns the
+/// passes.
+fn assert_trials(
+    name: &str,
+    calls: &[(Vec<f32>, PassKind)],
+    plain: PassKind,
+    nominees: &[&dyn Fn(&PassKind) -> bool],
+) -> Vec<PassKind> {
+    let k = 1 + nominees.len();
+    let trial_calls = 3 * k;
+    assert_eq!(calls.len(), trial_calls + 3, "{name}: the test makes three calls after the trial");
     let passes: Vec<PassKind> = calls.iter().map(|c| c.1).collect();
-    let trial: Vec<bool> = passes[..6].iter().map(&nominee).collect();
-    assert_eq!(trial, SCHEDULE, "{name}: calls 1-6 follow the trial schedule ({passes:?})");
-    assert!(passes[..6].iter().all(|p| *p == plain || nominee(p)), "{name}: only the two passes run ({passes:?})");
-    assert!(passes[6..].iter().all(|p| *p == passes[6]), "{name}: the decision sticks ({passes:?})");
+    let candidate = |p: &PassKind| {
+        if *p == plain { Some(0) } else { nominees.iter().position(|n| n(p)).map(|i| i + 1) }
+    };
+    let ran: Vec<Option<usize>> = passes[..trial_calls].iter().map(candidate).collect();
+    let scheduled: Vec<Option<usize>> = (0..trial_calls).map(|c| Some(schedule(c, k).0)).collect();
+    assert_eq!(ran, scheduled, "{name}: calls 1-{trial_calls} follow the trial schedule ({passes:?})");
+    let decided = &passes[trial_calls..];
+    assert!(candidate(&decided[0]).is_some(), "{name}: the decision is a candidate ({passes:?})");
+    assert!(decided.iter().all(|p| *p == decided[0]), "{name}: the decision sticks ({passes:?})");
     for (i, c) in calls.iter().enumerate() {
         assert!(
             c.0.iter().zip(&calls[0].0).all(|(a, b)| a.to_bits() == b.to_bits()),

@@ -179,6 +179,7 @@ fn pass_name(pass: PassKind) -> String {
         PassKind::Plain => "plain".to_string(),
         PassKind::Streamed => "streamed".to_string(),
         PassKind::Staged => "staged".to_string(),
+        PassKind::EdgeOrder => "edge-order".to_string(),
         PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
         PassKind::RowOrder => "row-order".to_string(),
         PassKind::TwoPhase => "two-phase".to_string(),

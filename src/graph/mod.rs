@@ -223,6 +223,16 @@ impl<I: Index> Graph<I> {
         unsafe { gnnkern_simd::layout::EdgeDst::new_unchecked(self.coo().1, self.num_dst()) }
     }
 
+    /// The source and destination of every edge by edge id, as the
+    /// validated view the kernels read (builds the COO on first use).
+    pub fn edge_list(&self) -> gnnkern_simd::layout::EdgeList<'_, I> {
+        let (src, dst) = self.coo();
+        // SAFETY: the graph validated every source id against `num_src` and
+        // every destination id against `num_dst` when it was built, and
+        // `coo()` gives this orientation's ends.
+        unsafe { gnnkern_simd::layout::EdgeList::new_unchecked(src, dst, self.num_src(), self.num_dst()) }
+    }
+
     /// In-degree of every destination node.
     pub fn in_degrees(&self) -> Vec<usize> {
         self.in_csr().indptr().windows(2).map(|w| w[1].to_usize() - w[0].to_usize()).collect()

@@ -18,8 +18,8 @@ pub use arg_scatter::{arg_scatter, arg_scatter_may_help};
 pub use blocked::BlockedCsr;
 pub use common::SharedMut;
 pub use sddmm::{
-    SddmmArgs, SddmmOrder, edge_ids_scattered, sddmm, sddmm_blocking, sddmm_may_stage, sddmm_may_stream, sddmm_order,
-    sddmm_staging_into,
+    SddmmArgs, SddmmOrder, edge_ids_scattered, sddmm, sddmm_blocking, sddmm_edge_order, sddmm_may_stage,
+    sddmm_may_stream, sddmm_order, sddmm_staging_into,
 };
 pub use slot_order::EdgeStaging;
 pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};

@@ -31,9 +31,9 @@ use super::common::{
 };
 use super::staged::{StageWriter, StagedRecords, StagingBuffer, default_window};
 use crate::Index;
-use crate::error::KernelError;
+use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
-use crate::layout::{BroadcastPlan, CsrView};
+use crate::layout::{BroadcastPlan, CsrView, EdgeList};
 use crate::op::{BinaryOp, Target};
 use crate::tuning::{BlockPlan, GatherShape, Staging, Streaming, active_tuning, cache_budget, plan_blocking};
 use rayon::prelude::*;
@@ -154,7 +154,40 @@ pub fn sddmm<O: BinaryOp, I: Index>(
     blocked: Option<&BlockedCsr<I>>,
 ) -> Result<(), KernelError> {
     let staging = &mut StagingBuffer::default();
-    crate::isa::with_token(crate::isa::active_level(), SddmmEntry::<O, I> { args, blocked, staging, _op: PhantomData })
+    let entry = SddmmEntry::<O, I> { args, blocked, edges: None, staging, _op: PhantomData };
+    crate::isa::with_token(crate::isa::active_level(), entry)
+}
+
+/// Runs the g-SDDMM at the thread's active ISA level over `edges` (the
+/// graph's COO) in edge-id order instead of over `args.csr`, which then
+/// only fixes the shapes: `out[e]` is written sequentially, and both
+/// operand rows of an edge are gathered (and prefetched) by node id.
+///
+/// ```text
+/// par over equal ranges of edge ids:                 <- one `vectorize` per task
+///   for e in range: prefetch the gathered rows of e + distance;
+///                   out[e] = φ(lhs[a(e)], rhs[b(e)])  (the CSR walks' message code)
+/// ```
+///
+/// The trade against a CSR walk: the walk's row operand is no longer
+/// reused from L1, but no output line is written at random. On RMAT 2^20 /
+/// 2^24 at d = 32 (Intel Xeon VM, family 6 model 207), where most edges
+/// end in hub rows that stay cached, u_add_v with streamed stores took
+/// 145 ms end to end against the streamed in-CSR walk's 206 ms; on the
+/// uniform graph, where every row is cold, the two took the same time,
+/// and u_dot_v stayed on the in-CSR walk's dense dot loop on both
+/// (`perf-reports/ablation/2026-11-27_xeon_sddmm-edge-order.tsv`). Which
+/// wins is the graph's, so the SIMD backend times both. Messages are
+/// computed by the same code as the CSR walks', so the results are bitwise
+/// identical. Streams full, aligned message vectors under `Streaming::On`;
+/// never stages (the writes are already sequential).
+pub fn sddmm_edge_order<O: BinaryOp, I: Index>(
+    args: SddmmArgs<'_, I>,
+    edges: EdgeList<'_, I>,
+) -> Result<(), KernelError> {
+    let staging = &mut StagingBuffer::default();
+    let entry = SddmmEntry::<O, I> { args, blocked: None, edges: Some(edges), staging, _op: PhantomData };
+    crate::isa::with_token(crate::isa::active_level(), entry)
 }
 
 /// [`sddmm`]'s plain pass, staging (under `Staging::On` / `Windows`) in
@@ -164,15 +197,15 @@ pub fn sddmm_staging_into<O: BinaryOp, I: Index>(
     args: SddmmArgs<'_, I>,
     staging: &mut StagingBuffer,
 ) -> Result<(), KernelError> {
-    crate::isa::with_token(
-        crate::isa::active_level(),
-        SddmmEntry::<O, I> { args, blocked: None, staging, _op: PhantomData },
-    )
+    let entry = SddmmEntry::<O, I> { args, blocked: None, edges: None, staging, _op: PhantomData };
+    crate::isa::with_token(crate::isa::active_level(), entry)
 }
 
 struct SddmmEntry<'a, 'b, O, I: Index> {
     args: SddmmArgs<'a, I>,
     blocked: Option<&'b BlockedCsr<I>>,
+    /// Walk these edges in id order instead of the CSR.
+    edges: Option<EdgeList<'b, I>>,
     staging: &'b mut StagingBuffer,
     _op: PhantomData<O>,
 }
@@ -206,6 +239,11 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
                 actual: layout.num_entries(),
             });
         }
+        if let Some(list) = self.edges {
+            check_len("edge list edges (built for another graph)", csr.num_edges(), list.num_edges())?;
+            check_len("edge list source nodes (built for another graph or orientation)", num_src, list.num_src())?;
+            check_len("edge list destination nodes (built for another graph or orientation)", num_dst, list.num_dst())?;
+        }
         if plan.out_len == 0 || csr.num_edges() == 0 {
             return Ok(());
         }
@@ -228,6 +266,23 @@ impl<O: BinaryOp, I: Index> Task for SddmmEntry<'_, '_, O, I> {
             ])),
             stream_out: !O::REDUCES_LAST_DIM && active_tuning().streaming == Streaming::On,
         };
+        if let Some(list) = self.edges {
+            // Both gathered rows of an edge count towards the lines in flight.
+            let gathered = |used: bool, t: Target, len: usize| if used && t != Target::Edge { 4 * len } else { 0 };
+            let row_bytes =
+                gathered(O::USE_LHS, lhs_target, plan.lhs_len) + gathered(O::USE_RHS, rhs_target, plan.rhs_len);
+            let ctx = Ctx {
+                prefetch_lhs: O::USE_LHS && lhs_target != Target::Edge,
+                prefetch_rhs: O::USE_RHS && rhs_target != Target::Edge,
+                prefetch: active_tuning().prefetch_slots(row_bytes),
+                ..ctx
+            };
+            let e = list.num_edges();
+            balanced_bounds(e, num_parts(e).max(e / EDGE_TASK), |i| i).par_windows(2).for_each(|w| {
+                s.vectorize(EdgeRange::<O, I> { ctx, list, edges: w[0]..w[1], _op: PhantomData });
+            });
+            return Ok(());
+        }
         let window = match active_tuning().staging {
             Staging::Auto | Staging::Off => None,
             Staging::On => Some(default_window(plan.out_len)),
@@ -386,6 +441,182 @@ impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
     }
 }
 
+/// Edges per task of the edge walk (at most; fewer tasks below ~16K edges).
+const EDGE_TASK: usize = 1 << 16;
+
+struct EdgeRange<'a, 'b, O, I: Index> {
+    ctx: Ctx<'a, I>,
+    list: EdgeList<'b, I>,
+    edges: std::ops::Range<usize>,
+    _op: PhantomData<O>,
+}
+
+impl<O: BinaryOp, I: Index> Task for EdgeRange<'_, '_, O, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let ctx = &self.ctx;
+        let row = |e: usize| {
+            // SAFETY: `e` is an edge id below the output's rows (the list's
+            // length was checked against them), handled by this task alone.
+            unsafe { ctx.out.at(e * ctx.out_len) }
+        };
+        match DenseEdges::of::<O, S>(ctx) {
+            Some(DenseEdges { heads, vectors: 1 }) => self.walk_dense::<S, 1>(s, heads),
+            Some(DenseEdges { heads, vectors: 2 }) => self.walk_dense::<S, 2>(s, heads),
+            Some(DenseEdges { heads, vectors: 4 }) => self.walk_dense::<S, 4>(s, heads),
+            Some(DenseEdges { heads, .. }) => self.walk_dense::<S, 8>(s, heads),
+            // SAFETY: `walk` passes edges of the validated list, whose node
+            // ids are in bounds for the operands, from this task's disjoint
+            // range only, so `row(e)` is this task's.
+            None => self.walk(s, |ends| unsafe { message::<O, S>(s, ctx, ends, row(ends.1)) }),
+        }
+        if ctx.stream_out {
+            // The task's streamed messages are visible before it reports done.
+            s.store_fence();
+        }
+    }
+}
+
+impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
+    /// Calls `visit((u, e, v))` for each edge of the range in id order,
+    /// prefetching the gathered rows of edge `e + ctx.prefetch` first.
+    #[inline(always)]
+    fn walk<S: Simd>(&self, s: S, mut visit: impl FnMut((usize, usize, usize))) {
+        let (ctx, src, dst) = (&self.ctx, self.list.src(), self.list.dst());
+        for e in self.edges.clone() {
+            let ep = e + ctx.prefetch;
+            if ctx.prefetch > 0 && ep < src.len() {
+                // SAFETY: edge `ep` of a validated list has in-bounds node
+                // ids; edge operands are not prefetched (they stream).
+                unsafe {
+                    let (u, v) = (src.get_unchecked(ep).to_usize(), dst.get_unchecked(ep).to_usize());
+                    if ctx.prefetch_lhs {
+                        prefetch_row(s, ctx.lhs.row(u, ep, v), ctx.lhs.row_len);
+                    }
+                    if ctx.prefetch_rhs {
+                        prefetch_row(s, ctx.rhs.row(u, ep, v), ctx.rhs.row_len);
+                    }
+                }
+            }
+            // SAFETY: `e` is in the range, below the list's length.
+            let (u, v) = unsafe { (src.get_unchecked(e).to_usize(), dst.get_unchecked(e).to_usize()) };
+            visit((u, e, v));
+        }
+    }
+
+    /// [`Self::walk`] with [`dense_edge`] for messages, both operands
+    /// gathered by node id (`DenseEdges::of`): the row bases, lengths and
+    /// id arrays are fixed before the loop.
+    #[inline(always)]
+    fn walk_dense<S: Simd, const V: usize>(&self, s: S, heads: usize) {
+        let ctx = &self.ctx;
+        let (src, dst) = (self.list.src(), self.list.dst());
+        let ids = |t: Target| if t == Target::Src { src } else { dst };
+        let (a_ids, b_ids) = (ids(ctx.lhs.target), ids(ctx.rhs.target));
+        let (a_base, b_base) = (ctx.lhs.data.as_ptr(), ctx.rhs.data.as_ptr());
+        let (a_len, b_len) = (ctx.lhs.row_len, ctx.rhs.row_len);
+        let lines = |len: usize| len.min(128).div_ceil(16);
+        let (a_lines, b_lines) = (lines(a_len), lines(b_len));
+        let n = src.len();
+        for e in self.edges.clone() {
+            let ep = e + ctx.prefetch;
+            if ctx.prefetch > 0 && ep < n {
+                // SAFETY: edge `ep` of the list; prefetches never fault.
+                let (a, b) = unsafe { (a_ids.get_unchecked(ep).to_usize(), b_ids.get_unchecked(ep).to_usize()) };
+                let (pa, pb) = (a_base.wrapping_add(a * a_len), b_base.wrapping_add(b * b_len));
+                for line in 0..a_lines {
+                    s.prefetch(pa.wrapping_add(16 * line));
+                }
+                for line in 0..b_lines {
+                    s.prefetch(pb.wrapping_add(16 * line));
+                }
+            }
+            // SAFETY: edge `e` of the list has node ids below the operands'
+            // row counts (checked at entry), so both rows are in bounds;
+            // `DenseEdges::of` checked the slots; this task alone writes row `e`.
+            unsafe {
+                let (a, b) = (a_ids.get_unchecked(e).to_usize(), b_ids.get_unchecked(e).to_usize());
+                let out = ctx.out.at(e * ctx.out_len);
+                dense_edge::<O, S, V>(s, ctx, heads, (a_base.add(a * a_len), b_base.add(b * b_len)), out);
+            }
+        }
+    }
+}
+
+/// An edge walk's messages as whole vectors, both operands contiguous:
+/// `heads` dots of `vectors` vectors laid head after head (as
+/// [`DenseDot`]), or one elementwise message of `vectors` vectors.
+struct DenseEdges {
+    heads: usize,
+    /// 1, 2, 4 or 8.
+    vectors: usize,
+}
+
+impl DenseEdges {
+    fn of<O: BinaryOp, S: Simd>(ctx: &Ctx<'_, impl Index>) -> Option<Self> {
+        let l = S::LANES;
+        let by_node = ctx.lhs.target != Target::Edge && ctx.rhs.target != Target::Edge;
+        if !(O::USE_LHS && O::USE_RHS && ctx.lhs.contiguous && ctx.rhs.contiguous && by_node) {
+            return None;
+        }
+        let (heads, k) =
+            if O::REDUCES_LAST_DIM { (ctx.slots.len(), ctx.slots.first()?.len) } else { (1, ctx.slots.len() * l) };
+        let v = k / l;
+        let slot = |i: usize| {
+            if O::REDUCES_LAST_DIM {
+                Slot { out: i, lhs: i * k, rhs: i * k, len: k }
+            } else {
+                Slot { out: i * l, lhs: i * l, rhs: i * l, len: l }
+            }
+        };
+        let laid_out = ctx.slots.iter().enumerate().all(|(i, sl)| *sl == slot(i));
+        (k == v * l && matches!(v, 1 | 2 | 4 | 8) && laid_out).then_some(Self { heads, vectors: v })
+    }
+}
+
+/// [`message`] for [`DenseEdges`] of `V` vectors: the same [`dot`] per head,
+/// or the same `apply_vec` per vector, so bitwise the same messages, at a
+/// length known at compile time. Without it (the general slot loop) the
+/// edge walk took u_dot_v 1.2-1.3x and u_add_v 1.1-1.2x longer on RMAT
+/// 2^20 / 2^24 at d = 32 (Intel Xeon VM; the ablation file of
+/// [`sddmm_edge_order`], section 2): fewer instructions per edge keep more
+/// edges, and so more misses, in the out-of-order window (as [`dense_dots`]).
+///
+/// # Safety
+/// `a` and `b` are the edge's operand rows, `out` its output row (as for
+/// [`message`]), and `DenseEdges::of(ctx)` gave `heads` and `V`.
+#[inline(always)]
+unsafe fn dense_edge<O: BinaryOp, S: Simd, const V: usize>(
+    s: S,
+    ctx: &Ctx<'_, impl Index>,
+    heads: usize,
+    (a, b): (*const f32, *const f32),
+    out: *mut f32,
+) {
+    let l = S::LANES;
+    // SAFETY: forwarded from the caller; the slots `DenseEdges::of` matched
+    // lie inside both operand rows and the output row (`plan_slots`).
+    unsafe {
+        if O::REDUCES_LAST_DIM {
+            let k = V * l;
+            for h in 0..heads {
+                *out.add(h) = dot::<O, S>(s, a.add(h * k), b.add(h * k), k);
+            }
+            return;
+        }
+        for j in 0..V {
+            let m = O::apply_vec(s, s.load(a.add(j * l)), s.load(b.add(j * l)));
+            let p = out.add(j * l);
+            if ctx.stream_out && (p as usize).is_multiple_of(4 * l) {
+                s.stream(p, m);
+            } else {
+                s.store(p, m);
+            }
+        }
+    }
+}
+
 /// Messages of the edges in slots `slots` of `ctx.ids`, all on row `r`,
 /// written to the rows `sink` gives.
 ///
@@ -403,7 +634,6 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
     sink: &mut impl MessageSink,
 ) {
     let (cols, eids) = (ctx.ids.cols, ctx.ids.eids);
-    let zero = s.splat(0.0);
     let ends = |c: usize, e: usize| if ctx.rows_are_dst { (c, e, r) } else { (r, e, c) };
     for k in slots {
         let kp = k + ctx.prefetch;
@@ -423,29 +653,50 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
             }
         }
         // SAFETY: by the function's contract `k` indexes `ctx.ids`, whose
-        // ids are in bounds for the operands and the output; slots lie inside
-        // their rows (`plan_slots`).
+        // ids are in bounds for the operands and the output, and this task
+        // alone handles edge `e`.
         unsafe {
             let (u, e, v) = ends(cols.get_unchecked(k).to_usize(), eids.get_unchecked(k).to_usize());
-            let lrow = ctx.lhs.row(u, e, v);
-            let rrow = ctx.rhs.row(u, e, v);
-            let out = sink.row(e);
-            for sl in ctx.slots {
-                if O::REDUCES_LAST_DIM {
-                    *out.add(sl.out) = dot::<O, S>(s, lrow.add(sl.lhs), rrow.add(sl.rhs), sl.len);
-                    continue;
-                }
-                let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
-                let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
-                let m = O::apply_vec(s, a, b);
-                let p = out.add(sl.out);
-                if sl.len < S::LANES {
-                    s.store_partial(p, m, sl.len);
-                } else if ctx.stream_out && (p as usize).is_multiple_of(4 * S::LANES) {
-                    s.stream(p, m);
-                } else {
-                    s.store(p, m);
-                }
+            message::<O, S>(s, ctx, (u, e, v), sink.row(e));
+        }
+    }
+}
+
+/// The message of edge `e = (u, v)`, written to `out` (its output row):
+/// what every walk computes per edge, so every walk writes bitwise the
+/// same messages.
+///
+/// # Safety
+/// `u`, `e` and `v` are below the row counts `plan_slots` checked for the
+/// operands, `out` is `ctx.out_len` writable floats no other task writes,
+/// and the slots lie inside the rows (`plan_slots`).
+#[inline(always)]
+unsafe fn message<O: BinaryOp, S: Simd>(
+    s: S,
+    ctx: &Ctx<'_, impl Index>,
+    (u, e, v): (usize, usize, usize),
+    out: *mut f32,
+) {
+    let zero = s.splat(0.0);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let lrow = ctx.lhs.row(u, e, v);
+        let rrow = ctx.rhs.row(u, e, v);
+        for sl in ctx.slots {
+            if O::REDUCES_LAST_DIM {
+                *out.add(sl.out) = dot::<O, S>(s, lrow.add(sl.lhs), rrow.add(sl.rhs), sl.len);
+                continue;
+            }
+            let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
+            let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
+            let m = O::apply_vec(s, a, b);
+            let p = out.add(sl.out);
+            if sl.len < S::LANES {
+                s.store_partial(p, m, sl.len);
+            } else if ctx.stream_out && (p as usize).is_multiple_of(4 * S::LANES) {
+                s.stream(p, m);
+            } else {
+                s.store(p, m);
             }
         }
     }
@@ -553,6 +804,7 @@ fn prefetch_row<S: Simd>(s: S, row: *const f32, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buffer::aligned_filled;
     use crate::isa::{IsaLevel, with_level};
     use crate::layout::OperandShape;
     use crate::op::Dot;
@@ -619,6 +871,156 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A random multigraph (sources 0..37 → destinations 0..23, a hub
+    /// destination, edges in random id order) as `(src, dst)` by edge id,
+    /// its in-CSR and its out-CSR, rows sorted by (column, edge id).
+    #[allow(clippy::type_complexity)]
+    fn random_graph<I: Index + TryFrom<usize>>() -> (usize, usize, Vec<I>, Vec<I>, [(Vec<I>, Vec<I>, Vec<I>); 2]) {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (num_src, num_dst, e) = (37, 23, 400);
+        let src: Vec<usize> = (0..e).map(|_| next(num_src)).collect();
+        let dst: Vec<usize> = (0..e).map(|_| if next(3) == 0 { 5 } else { next(num_dst) }).collect();
+        let id = |x: usize| I::try_from(x).ok().unwrap();
+        let csr = |rows: &[usize], cols: &[usize], n: usize| {
+            let mut order: Vec<usize> = (0..e).collect();
+            order.sort_by_key(|&k| (rows[k], cols[k], k));
+            let mut indptr = vec![0usize; n + 1];
+            rows.iter().for_each(|&r| indptr[r + 1] += 1);
+            (0..n).for_each(|r| indptr[r + 1] += indptr[r]);
+            (
+                indptr.into_iter().map(id).collect(),
+                order.iter().map(|&k| id(cols[k])).collect(),
+                order.iter().map(|&k| id(k)).collect(),
+            )
+        };
+        let csrs = [csr(&dst, &src, num_dst), csr(&src, &dst, num_src)];
+        (num_src, num_dst, src.iter().map(|&u| id(u)).collect(), dst.iter().map(|&v| id(v)).collect(), csrs)
+    }
+
+    /// `O` over the edge walk against both CSR walks, bitwise, at every
+    /// level, streamed and not, for operand `shape`s on `targets`.
+    fn edge_walk_matches<O: BinaryOp, I: Index + TryFrom<usize>>(
+        shapes: (&[usize], &[usize]),
+        targets: (Target, Target),
+    ) {
+        let (num_src, num_dst, src, dst, [in_csr, out_csr]) = random_graph::<I>();
+        let e = src.len();
+        // SAFETY: `random_graph` builds valid CSRs and an edge list of the same edges.
+        let (in_view, out_view, list) = unsafe {
+            (
+                CsrView::new_unchecked(&in_csr.0, &in_csr.1, &in_csr.2, num_src),
+                CsrView::new_unchecked(&out_csr.0, &out_csr.1, &out_csr.2, num_dst),
+                EdgeList::new_unchecked(&src, &dst, num_src, num_dst),
+            )
+        };
+        let plan = BroadcastPlan::new(OperandShape::of::<O>(), shapes.0, shapes.1).unwrap();
+        let rows = |t: Target| match t {
+            Target::Src => num_src,
+            Target::Dst => num_dst,
+            Target::Edge => e,
+        };
+        let (lhs, rhs) = (features(rows(targets.0), plan.lhs_len, 1), features(rows(targets.1), plan.rhs_len, 2));
+        let lhs: Vec<f32> = lhs.iter().enumerate().map(|(i, x)| x + (i % 11) as f32 / 7.0).collect();
+        let what = format!("{} {shapes:?} {targets:?} {}", O::NAME, I::NAME);
+        for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+            for streaming in [Streaming::Off, Streaming::On] {
+                let run = |walk: Option<SddmmOrder>| {
+                    let mut out = aligned_filled(e * plan.out_len, f32::NAN);
+                    let (csr, order) = match walk {
+                        Some(SddmmOrder::OutCsr) => (out_view, SddmmOrder::OutCsr),
+                        _ => (in_view, SddmmOrder::InCsr),
+                    };
+                    let args = SddmmArgs {
+                        csr,
+                        order,
+                        lhs_target: targets.0,
+                        rhs_target: targets.1,
+                        plan: &plan,
+                        lhs: &lhs,
+                        rhs: &rhs,
+                        out: &mut out,
+                    };
+                    let tuning = Tuning { streaming, ..Tuning::DEFAULT };
+                    let ran = with_level(level, || {
+                        with_tuning(tuning, || match walk {
+                            Some(_) => sddmm::<O, I>(args, None),
+                            None => sddmm_edge_order::<O, I>(args, list),
+                        })
+                    });
+                    ran.ok().map(|r| {
+                        r.unwrap();
+                        out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+                    })
+                };
+                let Some(edges) = run(None) else { continue }; // level not on this CPU
+                assert!(edges.iter().all(|&b| !f32::from_bits(b).is_nan()), "{what}: every message written");
+                for walk in [SddmmOrder::InCsr, SddmmOrder::OutCsr] {
+                    assert_eq!(run(Some(walk)), Some(edges.clone()), "{what}: {walk:?} at {level:?}, {streaming:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_edge_walk_is_bitwise_the_csr_walks_at_every_level() {
+        use crate::op::{Add, Mul, Sub};
+        let (src_dst, dst_src, src_edge) =
+            ((Target::Src, Target::Dst), (Target::Dst, Target::Src), (Target::Src, Target::Edge));
+        // Dense dots of 1, 2, 4 and 8 AVX-512 vectors, several heads, and
+        // lengths the dense loop does not take (48 = 3 vectors, 5).
+        for heads_d in [[1, 16], [1, 32], [2, 64], [1, 128], [3, 16], [1, 48], [2, 5], [1, 8]] {
+            edge_walk_matches::<Dot, i32>((&heads_d, &heads_d), src_dst);
+            edge_walk_matches::<Dot, i64>((&heads_d, &heads_d), dst_src);
+        }
+        // Dense elementwise rows, rows with a partial vector, a broadcast
+        // operand, and an edge operand (the general loop).
+        for d in [16, 32, 64, 5, 40] {
+            edge_walk_matches::<Add, i32>((&[d], &[d]), src_dst);
+            edge_walk_matches::<Sub, i64>((&[d], &[d]), dst_src);
+            edge_walk_matches::<Mul, i32>((&[d], &[1]), src_edge);
+        }
+        edge_walk_matches::<Add, i32>((&[4, 16], &[1, 16]), src_dst);
+    }
+
+    #[test]
+    fn an_edge_list_of_another_graph_is_a_typed_error() {
+        let (num_src, num_dst, src, dst, [in_csr, _]) = random_graph::<i32>();
+        // SAFETY: as in `edge_walk_matches`.
+        let csr = unsafe { CsrView::new_unchecked(&in_csr.0, &in_csr.1, &in_csr.2, num_src) };
+        let plan = BroadcastPlan::new(OperandShape::of::<Dot>(), &[16], &[16]).unwrap();
+        let (x, y) = (features(num_src, 16, 1), features(num_dst, 16, 2));
+        // SAFETY: every id is within the (equal or larger) bounds given.
+        let lists = unsafe {
+            [
+                (EdgeList::new_unchecked(&src[1..], &dst[1..], num_src, num_dst), "edge list edges"),
+                (EdgeList::new_unchecked(&src, &dst, num_src + 1, num_dst), "edge list source nodes"),
+                (EdgeList::new_unchecked(&src, &dst, num_src, num_dst + 2), "edge list destination nodes"),
+            ]
+        };
+        for (list, what) in lists {
+            let mut out = vec![7f32; src.len()];
+            let args = SddmmArgs {
+                csr,
+                order: SddmmOrder::InCsr,
+                lhs_target: Target::Src,
+                rhs_target: Target::Dst,
+                plan: &plan,
+                lhs: &x,
+                rhs: &y,
+                out: &mut out,
+            };
+            let err = sddmm_edge_order::<Dot, i32>(args, list).unwrap_err();
+            assert!(err.what.starts_with(what), "{what}: {err:?}");
+            assert!(out.iter().all(|&v| v == 7.0), "{what}: nothing written");
         }
     }
 }

@@ -66,11 +66,11 @@ pub enum PassKind {
     /// One pass over the CSR.
     Plain,
     /// g-SDDMM: one pass over the CSR, its vector messages written with
-    /// non-temporal stores (see [`trials::Streamed`]).
+    /// non-temporal stores (see [`trials::SddmmNominee::Streamed`]).
     Streamed,
     /// g-SDDMM: one pass over the CSR, its one-float messages staged by
     /// edge-id window; g-SpMM: one pass over the in-CSR after staging its
-    /// one-float edge operand by slot window (see [`trials::Staged`],
+    /// one-float edge operand by slot window (see [`trials::SddmmNominee::Staged`],
     /// [`trials::StagedOperand`]).
     Staged,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
@@ -80,6 +80,9 @@ pub enum PassKind {
     /// Edge softmax (or its backward) in two phases: rows into a node
     /// table, then edges in id order.
     TwoPhase,
+    /// g-SDDMM: one pass over the edges in id order (the COO), its output
+    /// written sequentially (see [`trials::SddmmNominee::EdgeOrder`]).
+    EdgeOrder,
     /// Max/min backward, source gradient of a copy-like message: pulled
     /// over the out-CSR (`gnnkern_simd::kernels::arg_pull`).
     Pulled,
@@ -324,33 +327,35 @@ impl Backend for Simd {
         // d = 32, RMAT 2^20 / 2^24, Intel Xeon VM: blocked level with plain
         // under plain stores, 1.3-1.9x slower under streamed ones), so the
         // trial is plain against streamed stores instead of blocking.
-        let free = !matches!(tuning.blocking, Blocking::Sources(_));
-        if free
-            && tuning.streaming == Streaming::Auto
-            && kernels::sddmm_may_stream::<O, I>(&sddmm_args(csr, order, call.reborrow()))
-        {
-            let streamed = (PassKind::Streamed, Tuning { streaming: Streaming::On, ..tuning });
-            return plain_pass_trial::<I, trials::Streamed>(graph, sig, streamed, &mut || {
-                kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), None).map_err(Error::from)
-            })
-            .map(drop);
-        }
         // One-float messages (single-head dots) scattered over a large
         // output: the random read for ownership per edge outweighs the
-        // gathers too, so again the trial is plain against staged.
-        if free
+        // gathers too, so again the trial is plain against staged. Both
+        // trials also time the walk in edge-id order, which writes the
+        // output sequentially.
+        let free = !matches!(tuning.blocking, Blocking::Sources(_));
+        let stream = free
+            && tuning.streaming == Streaming::Auto
+            && kernels::sddmm_may_stream::<O, I>(&sddmm_args(csr, order, call.reborrow()));
+        let stage = !stream
+            && free
             && tuning.staging == Staging::Auto
             && scattered
-            && kernels::sddmm_may_stage::<O, I>(&sddmm_args(csr, order, call.reborrow()))
-        {
-            let staged = (PassKind::Staged, Tuning { staging: Staging::On, ..tuning });
-            let staging = graph.cached(|| Ok(StagingCache::default()))?;
-            return plain_pass_trial::<I, trials::Staged>(graph, sig, staged, &mut || {
+            && kernels::sddmm_may_stage::<O, I>(&sddmm_args(csr, order, call.reborrow()));
+        if stream || stage {
+            use trials::SddmmNominee;
+            let (nominee, csr_tuning) = if stream {
+                (SddmmNominee::Streamed, Tuning { streaming: Streaming::On, ..tuning })
+            } else {
+                (SddmmNominee::Staged, Tuning { staging: Staging::On, ..tuning })
+            };
+            let staging = if stage { Some(graph.cached(|| Ok(StagingCache::default()))?) } else { None };
+            // The CSR walk, plain or (under `csr_tuning`) streamed / staged.
+            let csr_pass = |call: &mut SddmmCall<'_, I>| {
                 let args = sddmm_args(csr, order, call.reborrow());
-                // A concurrent call on this graph holds the buffer (or a panic in
-                // one poisoned it): stage in a fresh one.
-                match staging.0.try_lock() {
-                    Ok(mut buffer) => {
+                // A concurrent call on this graph holds the buffer (or a
+                // panic in one poisoned it): stage in a fresh one.
+                match staging.as_ref().map(|s| s.0.try_lock()) {
+                    Some(Ok(mut buffer)) => {
                         if active_tuning().staging == Staging::Auto {
                             // This call runs plain (timed by the trial, or
                             // chosen by it): the graph holds no records.
@@ -358,9 +363,35 @@ impl Backend for Simd {
                         }
                         kernels::sddmm_staging_into::<O, I>(args, &mut buffer)
                     }
-                    Err(_) => kernels::sddmm::<O, I>(args, None),
+                    _ => kernels::sddmm::<O, I>(args, None),
                 }
                 .map_err(Error::from)
+            };
+            let nominees = [nominee, SddmmNominee::EdgeOrder];
+            return trials::run_schemes::<I, SddmmNominee>(graph, sig, &nominees, &mut |choice| {
+                let kind = match choice {
+                    None => PassKind::Plain,
+                    Some(SddmmNominee::Streamed) => PassKind::Streamed,
+                    Some(SddmmNominee::Staged) => PassKind::Staged,
+                    Some(SddmmNominee::EdgeOrder) => PassKind::EdgeOrder,
+                };
+                LAST_PASS.with(|c| c.set(Some(kind)));
+                match choice {
+                    None => csr_pass(&mut call),
+                    Some(SddmmNominee::EdgeOrder) => {
+                        if let Some(Ok(mut buffer)) = staging.as_ref().map(|s| s.0.try_lock()) {
+                            // Staged records are only the CSR walk's.
+                            *buffer = kernels::StagingBuffer::default();
+                        }
+                        // The walk streams where the messages may stream.
+                        let walk = Tuning { streaming: if stream { Streaming::On } else { Streaming::Off }, ..tuning };
+                        with_tuning(walk, || {
+                            let args = sddmm_args(csr, order, call.reborrow());
+                            kernels::sddmm_edge_order::<O, I>(args, graph.edge_list()).map_err(Error::from)
+                        })
+                    }
+                    Some(_) => with_tuning(csr_tuning, || csr_pass(&mut call)),
+                }
             })
             .map(drop);
         }

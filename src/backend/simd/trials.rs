@@ -18,6 +18,11 @@
 //! later:  blocked if min(t_blocked) < TRIAL_MARGIN · min(t_plain), else plain
 //! ```
 //!
+//! With two nominees (g-SDDMM's streamed or staged CSR walk and its edge
+//! walk, below) each candidate in turn runs untimed then timed, then each
+//! once more, timed: nine calls ([`schedule`]), and the faster nominee is
+//! kept if it beats the plain pass by the margin.
+//!
 //! Each pass is timed only from its second run: a first blocked run right
 //! after building the layout measured 280 ms where warm runs take 209 ms
 //! (u_dot_v, d = 32, 2^24 edges), enough to flip the choice. Each is timed
@@ -45,17 +50,24 @@
 //! (tested), so the choice is free to follow the clock.
 //!
 //! g-SDDMM with vector messages larger than the cache runs them with plain
-//! stores against non-temporal ones ([`Streamed`]) instead of a blocking
-//! trial: streaming made u_add_v 1.4–2× faster on an Intel Xeon VM and
-//! 1.6× slower on the Zen 4 VM (docs/PERFORMANCE.md, "Streamed output
-//! rows").
+//! stores against non-temporal ones ([`SddmmNominee::Streamed`]) instead
+//! of a blocking trial: streaming made u_add_v 1.4–2× faster on an Intel
+//! Xeon VM and 1.6× slower on the Zen 4 VM (docs/PERFORMANCE.md, "Streamed
+//! output rows").
 //!
 //! g-SDDMM with one float per edge, a large output and edge ids scattered
 //! along the walk times the plain pass against one that stages its
-//! messages by edge-id window ([`Staged`]), again instead of a blocking
-//! trial: staging replaces random read-for-ownership writes by sequential
-//! record streams (docs/PERFORMANCE.md, "Staged narrow
-//! messages"). g-SpMM with a large one-float edge operand read by
+//! messages by edge-id window ([`SddmmNominee::Staged`]), again instead of
+//! a blocking trial: staging replaces random read-for-ownership writes by
+//! sequential record streams (docs/PERFORMANCE.md, "Staged narrow
+//! messages").
+//!
+//! Both of these g-SDDMM trials also time a walk over the edges in id
+//! order ([`SddmmNominee::EdgeOrder`]), which writes the output
+//! sequentially but gathers both operand rows: it won u_add_v on RMAT and
+//! lost on uniform graphs (docs/PERFORMANCE.md, "g-SDDMM in edge order").
+//!
+//! g-SpMM with a large one-float edge operand read by
 //! scattered edge ids likewise times the plain pass against one that first
 //! stages the operand by slot window ([`StagedOperand`]; "Staged edge operands"),
 //! when the traffic model nominates no blocking.
@@ -80,19 +92,25 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Calls of one signature on one graph until the pass is decided (three
-/// plain, three nominated: the private `SCHEDULE` of this module); from call `CALLS_TO_DECIDE + 1`
-/// on, every call runs the chosen pass. Benchmarks warm up at least this many
-/// calls.
-pub const CALLS_TO_DECIDE: usize = SCHEDULE.len();
+/// The most passes one trial compares: the plain pass and two nominees
+/// (g-SDDMM's streamed or staged CSR walk and its edge walk).
+pub const MAX_CANDIDATES: usize = 3;
 
-/// The trial calls in order: whether each runs the nominee (else the plain
-/// pass) and whether it is timed.
-const SCHEDULE: [(bool, bool); 6] =
-    [(false, false), (false, true), (true, false), (true, true), (false, true), (true, true)];
+/// Calls of one signature on one graph until the pass is decided, at most
+/// (three per candidate: [`schedule`]); from the next call on, every call
+/// runs the chosen pass. Benchmarks warm up at least this many calls.
+pub const CALLS_TO_DECIDE: usize = 3 * MAX_CANDIDATES;
 
-/// A blocked pass must take less than this fraction of the plain pass's
-/// time to be kept (the plain pass needs no layout memory).
+/// Which candidate call `call` (from 0) of a trial among `candidates`
+/// passes runs (0 = plain, `i` = nominee `i - 1`) and whether it is timed:
+/// each candidate in turn twice, untimed then timed, then each once more,
+/// timed. For one nominee: plain, plain, nominee, nominee, plain, nominee.
+pub fn schedule(call: usize, candidates: usize) -> (usize, bool) {
+    if call < 2 * candidates { (call / 2, call % 2 == 1) } else { (call - 2 * candidates, true) }
+}
+
+/// A nominee must take less than this fraction of the plain pass's time
+/// to be kept (the plain pass needs no layout or staging memory).
 pub const TRIAL_MARGIN: f64 = 0.9;
 
 /// What identifies a call for the trials: the kernel instantiation, where
@@ -112,8 +130,9 @@ pub struct Signature {
 
 #[derive(Clone, Copy, Debug)]
 enum Trial<P> {
-    /// `calls` of the [`SCHEDULE`] ran; the fastest timed run of each pass so far.
-    Running { calls: usize, plain: Duration, nominee: Duration },
+    /// `calls` of the [`schedule`] ran; the fastest timed run of each
+    /// candidate so far (0 = plain).
+    Running { calls: usize, best: [Duration; MAX_CANDIDATES] },
     /// Decided: the pass to run, `None` = plain.
     Decided(Option<P>),
 }
@@ -141,7 +160,7 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plan: Option<BlockPlan>, 
         return pass(Some((&layout, plan.tile_bytes)));
     }
     let trials = graph.cached(|| Ok(Trials::<BlockPlan>::default()))?;
-    let rejected = step(&trials, sig, plan, &mut |choice| match choice {
+    let rejected = step(&trials, sig, &[plan], &mut |choice| match choice {
         None => pass(None),
         Some(plan) => {
             let layout = super::blocked_layout(graph, plan.block_sources)?;
@@ -160,21 +179,27 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plan: Option<BlockPlan>, 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TwoPhase;
 
-/// g-SDDMM's nominee for vector messages larger than the cache: the plain
-/// pass with its messages streamed (`Streaming::On`), nominated by
-/// `gnnkern_simd::kernels::sddmm_may_stream`. Only the store instruction
-/// differs, so the results are bitwise identical.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Streamed;
-
-/// g-SDDMM's nominee for one-float messages (single-head dots) into an
-/// output larger than the cache, on a walk whose edge ids are scattered:
-/// the plain pass with its messages staged by edge-id window
-/// (`Staging::On`), nominated by `gnnkern_simd::kernels::sddmm_may_stage`
-/// and `edge_ids_scattered`. Each message is computed by the same code and
-/// only copied, so the results are bitwise identical.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Staged;
+/// g-SDDMM's nominees when its output exceeds the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SddmmNominee {
+    /// For vector messages: the plain pass with its messages streamed
+    /// (`Streaming::On`), nominated by
+    /// `gnnkern_simd::kernels::sddmm_may_stream`. Only the store
+    /// instruction differs, so the results are bitwise identical.
+    Streamed,
+    /// For one-float messages (single-head dots) on a walk whose edge ids
+    /// are scattered: the plain pass with its messages staged by edge-id
+    /// window (`Staging::On`), nominated by
+    /// `gnnkern_simd::kernels::sddmm_may_stage` and `edge_ids_scattered`.
+    /// Each message is computed by the same code and only copied, so the
+    /// results are bitwise identical.
+    Staged,
+    /// Beside either: the walk over the COO in edge-id order
+    /// (`gnnkern_simd::kernels::sddmm_edge_order`), streamed where the
+    /// messages may stream. Its messages come from the CSR walks' code, so
+    /// the results are bitwise identical.
+    EdgeOrder,
+}
 
 /// g-SpMM's nominee for one-float edge operands (scalar edge weights)
 /// larger than the cache, read by scattered in-CSR edge ids: the plain pass
@@ -182,7 +207,7 @@ pub struct Staged;
 /// `gnnkern_simd::kernels::spmm_may_stage` and `edge_ids_scattered` where
 /// the traffic model nominates no blocking. The walk reads the same values
 /// in the same order, so the results are bitwise identical. A type of its
-/// own (not [`Staged`]), so that [`nominee_in_use`] sees g-SpMM signatures
+/// own (not [`SddmmNominee::Staged`]), so that [`nominee_in_use`] sees g-SpMM signatures
 /// only: they share one staging per graph.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StagedOperand;
@@ -196,8 +221,8 @@ pub struct StagedOperand;
 pub struct Scattered;
 
 /// Runs `pass` with the default scheme (`false`) or the nominee `P`
-/// (`true`: two phases for edge softmax, streamed or staged messages for
-/// g-SDDMM, a staged edge operand for g-SpMM), as the trials of `sig` on
+/// (`true`: two phases for edge softmax, a staged edge operand for g-SpMM,
+/// the scatter for the max/min backward), as the trials of `sig` on
 /// `graph` decide; `nominated` is the model's choice (`false`: the default,
 /// no trial). Returns whether this call rejected the nominee (the caller
 /// may then free what only the nominee uses).
@@ -207,44 +232,63 @@ pub fn run_scheme<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static
     nominated: bool,
     pass: &mut dyn FnMut(bool) -> Result<()>,
 ) -> Result<bool> {
-    if !nominated {
-        return pass(false).map(|()| false);
+    let nominees: &[P] = if nominated { &[P::default()] } else { &[] };
+    run_schemes(graph, sig, nominees, &mut |choice| pass(choice.is_some()))
+}
+
+/// [`run_scheme`] among several nominees of type `P` (at most
+/// `MAX_CANDIDATES - 1`; none: the plain pass, no trial): `pass` gets the
+/// nominee to run, `None` for the plain pass. The fastest nominee is kept
+/// if it beats the plain pass by [`TRIAL_MARGIN`]. Returns whether this
+/// call decided for the plain pass.
+pub fn run_schemes<I: Index, P: Copy + std::fmt::Debug + Send + 'static>(
+    graph: &Graph<I>,
+    sig: Signature,
+    nominees: &[P],
+    pass: &mut dyn FnMut(Option<P>) -> Result<()>,
+) -> Result<bool> {
+    if nominees.is_empty() {
+        return pass(None).map(|()| false);
     }
     let trials = graph.cached(|| Ok(Trials::<P>::default()))?;
-    step(&trials, sig, P::default(), &mut |choice| pass(choice.is_some()))
+    step(&trials, sig, nominees, pass)
 }
 
 /// One call of `sig` under the module docs' state machine: runs the plain
-/// pass (`None`) or `nominee`, records what it learned, and returns whether
-/// this call rejected the nominee.
+/// pass (`None`) or one of `nominees` (1 to `MAX_CANDIDATES - 1`), records
+/// what it learned, and returns whether this call rejected every nominee.
 fn step<P: Copy + std::fmt::Debug>(
     trials: &Trials<P>,
     sig: Signature,
-    nominee: P,
+    nominees: &[P],
     pass: &mut dyn FnMut(Option<P>) -> Result<()>,
 ) -> Result<bool> {
+    let candidates = (1 + nominees.len()).min(MAX_CANDIDATES);
     let state = super::lock(&trials.0).get(&sig).copied();
-    let (calls, mut best_plain, mut best_nominee) = match state {
+    let (calls, mut best) = match state {
         Some(Trial::Decided(choice)) => return pass(choice).map(|()| false),
-        Some(Trial::Running { calls, plain, nominee }) => (calls, plain, nominee),
-        None => (0, Duration::MAX, Duration::MAX),
+        Some(Trial::Running { calls, best }) => (calls, best),
+        None => (0, [Duration::MAX; MAX_CANDIDATES]),
     };
-    let (run_nominee, timed) = SCHEDULE[calls];
+    let (candidate, timed) = schedule(calls, candidates);
     let start = Instant::now();
-    pass(run_nominee.then_some(nominee))?;
+    pass(candidate.checked_sub(1).map(|i| nominees[i]))?;
     if timed {
-        let best = if run_nominee { &mut best_nominee } else { &mut best_plain };
-        *best = (*best).min(start.elapsed());
+        best[candidate] = best[candidate].min(start.elapsed());
     }
-    let next = if calls + 1 < SCHEDULE.len() {
-        Trial::Running { calls: calls + 1, plain: best_plain, nominee: best_nominee }
+    let next = if calls + 1 < 3 * candidates {
+        Trial::Running { calls: calls + 1, best }
     } else {
-        let keep = best_nominee.as_secs_f64() < TRIAL_MARGIN * best_plain.as_secs_f64();
+        let fastest = (1..candidates).min_by_key(|&i| best[i]).unwrap_or(1);
+        let keep = best[fastest].as_secs_f64() < TRIAL_MARGIN * best[0].as_secs_f64();
         log::debug!(
-            "trial {sig:?}: plain {best_plain:?}, {nominee:?} {best_nominee:?} (faster of two runs each) -> {}",
+            "trial {sig:?}: plain {:?}, {:?} {:?} (fastest of two runs each) -> {}",
+            best[0],
+            &nominees[..candidates - 1],
+            &best[1..candidates],
             if keep { "nominee" } else { "plain" }
         );
-        Trial::Decided(keep.then_some(nominee))
+        Trial::Decided(keep.then_some(nominees[fastest - 1]))
     };
     super::lock(&trials.0).insert(sig, next);
     Ok(matches!(next, Trial::Decided(None)))
@@ -296,14 +340,14 @@ mod tests {
         };
         set(1, Trial::Decided(None));
         assert!(!nominee_in_use::<i32, StagedOperand>(&g), "the only signature rejected it");
-        let running = Trial::Running { calls: 2, plain: Duration::MAX, nominee: Duration::MAX };
+        let running = Trial::Running { calls: 2, best: [Duration::MAX; MAX_CANDIDATES] };
         set(2, running);
         assert!(nominee_in_use::<i32, StagedOperand>(&g), "a trial still running may stage");
         set(2, Trial::Decided(Some(StagedOperand)));
         assert!(nominee_in_use::<i32, StagedOperand>(&g), "a signature kept it");
         set(2, Trial::Decided(None));
         assert!(!nominee_in_use::<i32, StagedOperand>(&g), "every signature rejected it");
-        assert!(!nominee_in_use::<i32, Staged>(&g), "other nominees' trials are separate");
+        assert!(!nominee_in_use::<i32, SddmmNominee>(&g), "other nominees' trials are separate");
         assert!(!nominee_in_use::<i32, StagedOperand>(&g.reverse()), "and so are orientations");
     }
 }
