@@ -201,13 +201,7 @@ mod tests {
     /// a random in-edge per element (`-1` for empty rows).
     #[allow(clippy::type_complexity)]
     fn case(d: usize) -> (Vec<i64>, (Vec<i64>, Vec<i64>, Vec<i64>), Vec<i64>, Vec<f32>) {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = crate::kernels::common::xorshift(0x9e37_79b9_7f4a_7c15u64);
         let (num_src, num_dst) = (41, 29);
         let (mut src, mut dst) = (Vec::new(), Vec::new());
         for _ in 0..600 {

@@ -308,3 +308,15 @@ pub(crate) fn prefetch_rows<S: Simd>(s: S, rows: &[*const f32], first: usize, le
         }
     }
 }
+
+/// The kernel tests' random numbers: a xorshift64 generator from `seed`
+/// (non-zero) giving values below `n`.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut(usize) -> usize {
+    move |n| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    }
+}

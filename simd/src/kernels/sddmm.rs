@@ -879,13 +879,7 @@ mod tests {
     /// its in-CSR and its out-CSR, rows sorted by (column, edge id).
     #[allow(clippy::type_complexity)]
     fn random_graph<I: Index + TryFrom<usize>>() -> (usize, usize, Vec<I>, Vec<I>, [(Vec<I>, Vec<I>, Vec<I>); 2]) {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = crate::kernels::common::xorshift(0x2545_f491_4f6c_dd1du64);
         let (num_src, num_dst, e) = (37, 23, 400);
         let src: Vec<usize> = (0..e).map(|_| next(num_src)).collect();
         let dst: Vec<usize> = (0..e).map(|_| if next(3) == 0 { 5 } else { next(num_dst) }).collect();
