@@ -441,7 +441,8 @@ impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
     }
 }
 
-/// Edges per task of the edge walk (at most; fewer tasks below ~16K edges).
+/// The edge walk's task size: at most about this many edges per task (and
+/// at least `num_parts` tasks, a few per worker).
 const EDGE_TASK: usize = 1 << 16;
 
 struct EdgeRange<'a, 'b, O, I: Index> {
