@@ -12,7 +12,8 @@
 //!   by [`cache_bytes`];
 //! - the timed trials that confirm each blocking choice, edge softmax's
 //!   scheme, whether g-SDDMM streams its vector messages or stages its
-//!   one-float ones, and whether g-SpMM stages its edge weights
+//!   one-float ones or walks its edges in id order, and whether g-SpMM
+//!   stages its edge weights
 //!   ([`trials`]);
 //! - the CSR that g-SDDMM walks ([`SddmmOrder`]) and whether its edge ids
 //!   are scattered along it, decided once per graph;
@@ -220,10 +221,10 @@ fn softmax_scheme<'g, I: Index, K: 'static>(
     .map(drop)
 }
 
-/// Runs `pass` (a plain g-SDDMM pass) under the thread's tuning or under
-/// the nominee's tuning (reported as its `PassKind`), as the trials of the
-/// nominee type `P` decide. Under the thread's `Auto` tuning the kernel
-/// neither streams nor stages g-SDDMM messages.
+/// Runs `pass` (a plain pass: g-SpMM's, whose edge operand is staged only
+/// under `Staging::On`) under the thread's tuning or under the nominee's
+/// tuning (reported as its `PassKind`), as the trials of the nominee type
+/// `P` decide.
 ///
 /// Returns whether this call's trial rejected the nominee.
 fn plain_pass_trial<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static>(

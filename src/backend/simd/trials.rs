@@ -264,6 +264,7 @@ fn step<P: Copy + std::fmt::Debug>(
     nominees: &[P],
     pass: &mut dyn FnMut(Option<P>) -> Result<()>,
 ) -> Result<bool> {
+    debug_assert!((1..MAX_CANDIDATES).contains(&nominees.len()), "a trial takes 1 to {} nominees", MAX_CANDIDATES - 1);
     let candidates = (1 + nominees.len()).min(MAX_CANDIDATES);
     let state = super::lock(&trials.0).get(&sig).copied();
     let (calls, mut best) = match state {
@@ -301,9 +302,9 @@ fn step<P: Copy + std::fmt::Debug>(
 ///
 /// Why in order, not the fastest: two nominees of about the same speed
 /// would otherwise be picked by noise. u_add_v at d = 128 on uniform 2^16 /
-/// 2^20 once kept the edge walk (34.6 ms in steady state, 56.5 ms in a
-/// suite run) over the streamed CSR walk (29-33 ms) from one pair of runs
-/// each (`perf-reports/ablation/2026-11-27_xeon_sddmm-edge-order.tsv`,
+/// 2^20 kept the edge walk in a full suite run (56.5 ms there, against the
+/// streamed CSR walk's 31.6 ms in the run before), and standalone the two
+/// took 28-35 ms either way (`perf-reports/ablation/2026-11-27_xeon_sddmm-edge-order.tsv`,
 /// section 5).
 fn preferred(best: &[Duration]) -> Option<usize> {
     let mut kept = 0;
@@ -349,6 +350,16 @@ mod tests {
             out_len,
             args: false,
         }
+    }
+
+    #[test]
+    fn the_schedule_times_every_candidate_twice_after_an_untimed_run() {
+        let calls = |k: usize| (0..3 * k).map(|c| schedule(c, k)).collect::<Vec<_>>();
+        let (u, t) = (false, true);
+        // One nominee: the blocking trials' six calls.
+        assert_eq!(calls(2), [(0, u), (0, t), (1, u), (1, t), (0, t), (1, t)]);
+        assert_eq!(calls(3), [(0, u), (0, t), (1, u), (1, t), (2, u), (2, t), (0, t), (1, t), (2, t)]);
+        assert_eq!(CALLS_TO_DECIDE, 9, "benchmarks warm up past the longest trial");
     }
 
     #[test]
