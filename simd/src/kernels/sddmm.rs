@@ -971,14 +971,21 @@ mod tests {
         let (src_dst, dst_src, src_edge) =
             ((Target::Src, Target::Dst), (Target::Dst, Target::Src), (Target::Src, Target::Edge));
         // Dense dots of 1, 2, 4 and 8 AVX-512 vectors, several heads, and
-        // lengths the dense loop does not take (48 = 3 vectors, 5).
-        for heads_d in [[1, 16], [1, 32], [2, 64], [1, 128], [3, 16], [1, 48], [2, 5], [1, 8]] {
-            edge_walk_matches::<Dot, i32>((&heads_d, &heads_d), src_dst);
-            edge_walk_matches::<Dot, i64>((&heads_d, &heads_d), dst_src);
+        // lengths the dense loop does not take (48 = 3 vectors, 5). Under
+        // Miri, which interprets every lane, the rows of at most two
+        // vectors (the dense path, a partial vector, heads).
+        let dots: &[[usize; 2]] = if cfg!(miri) {
+            &[[1, 32], [3, 16], [2, 5]]
+        } else {
+            &[[1, 16], [1, 32], [2, 64], [1, 128], [3, 16], [1, 48], [2, 5], [1, 8]]
+        };
+        for heads_d in dots {
+            edge_walk_matches::<Dot, i32>((heads_d, heads_d), src_dst);
+            edge_walk_matches::<Dot, i64>((heads_d, heads_d), dst_src);
         }
         // Dense elementwise rows, rows with a partial vector, a broadcast
         // operand, and an edge operand (the general loop).
-        for d in [16, 32, 64, 5, 40] {
+        for &d in if cfg!(miri) { &[32, 5][..] } else { &[16, 32, 64, 5, 40] } {
             edge_walk_matches::<Add, i32>((&[d], &[d]), src_dst);
             edge_walk_matches::<Sub, i64>((&[d], &[d]), dst_src);
             edge_walk_matches::<Mul, i32>((&[d], &[1]), src_edge);
