@@ -79,16 +79,14 @@ pub struct SddmmArgs<'a, I: Index> {
     pub out: &'a mut [f32],
 }
 
-/// What the traffic model decides for `args` under the thread's active
-/// tuning: `None` = plain pass. Only an in-CSR walk that gathers source rows
-/// can block; `hot(k)` is as for [`super::spmm_blocking`]. The caller builds
-/// (and caches) the [`BlockedCsr`] of the in-CSR and passes it to [`sddmm`].
-pub fn sddmm_blocking<O: BinaryOp, I: Index>(
-    args: &SddmmArgs<'_, I>,
-    hot: impl FnOnce(usize) -> f64,
-) -> Option<BlockPlan> {
+/// What the traffic model nominates for `args` under the thread's active
+/// tuning, as [`super::spmm_blocking`] (block plans, fewest blocks first;
+/// none = the plain pass). Only an in-CSR walk that gathers source rows can
+/// block. The caller builds (and caches) the [`BlockedCsr`] of the in-CSR
+/// and passes it to [`sddmm`].
+pub fn sddmm_blocking<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>, hot: impl Fn(usize) -> f64) -> Vec<BlockPlan> {
     if args.order != SddmmOrder::InCsr || args.plan.out_len == 0 {
-        return None;
+        return Vec::new();
     }
     let (plan, lt, rt) = (args.plan, args.lhs_target, args.rhs_target);
     let bytes = |target: Target| {
@@ -105,7 +103,7 @@ pub fn sddmm_blocking<O: BinaryOp, I: Index>(
         dst_rows_written: false,
         index_bytes: std::mem::size_of::<I>(),
     };
-    plan_blocking(&shape, active_tuning(), hot).map(|p| BlockPlan { tile_bytes: 0, ..p })
+    plan_blocking(&shape, active_tuning(), hot).into_iter().map(|p| BlockPlan { tile_bytes: 0, ..p }).collect()
 }
 
 /// Whether streaming `args`' messages is worth a trial: vector messages

@@ -68,17 +68,16 @@ pub struct SpmmArgs<'a, I: Index> {
     pub arg_e: Option<&'a mut [I]>,
 }
 
-/// What the traffic model decides for `args` under the thread's active
-/// tuning: `None` = plain pass. `hot(k)` is the fraction of edges whose
+/// What the traffic model nominates for `args` under the thread's active
+/// tuning ([`crate::tuning::plan_blocking`]): block plans, fewest blocks
+/// first; none = the plain pass. `hot(k)` is the fraction of edges whose
 /// source is among the `k` most frequent ([`crate::tuning::SourceProfile`]),
 /// asked for only when blocking is a candidate. The caller builds (and
-/// caches) the [`BlockedCsr`] for `block_sources` and passes it to [`spmm`].
-pub fn spmm_blocking<O: BinaryOp, I: Index>(
-    args: &SpmmArgs<'_, I>,
-    hot: impl FnOnce(usize) -> f64,
-) -> Option<BlockPlan> {
+/// caches) the [`BlockedCsr`] for a plan's `block_sources` and passes it to
+/// [`spmm`].
+pub fn spmm_blocking<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>, hot: impl Fn(usize) -> f64) -> Vec<BlockPlan> {
     if O::REDUCES_LAST_DIM || args.plan.out_len == 0 {
-        return None;
+        return Vec::new();
     }
     let gathered = |used: bool, target: Target, len: usize| if used && target == Target::Src { len * 4 } else { 0 };
     let shape = GatherShape {

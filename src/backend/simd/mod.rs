@@ -146,7 +146,7 @@ struct ProfileCache(SourceProfile);
 /// source is among the `k` most frequent, from the cached profile. A
 /// failure to build the profile (it only reads the in-CSR) counts as "no
 /// source is hot", which can only favour blocking's cache-friendly pass.
-fn hot_fraction<I: Index>(graph: &Graph<I>) -> impl FnOnce(usize) -> f64 + '_ {
+fn hot_fraction<I: Index>(graph: &Graph<I>) -> impl Fn(usize) -> f64 + '_ {
     move |k| {
         graph
             .cached(|| Ok(ProfileCache(SourceProfile::of(&graph.in_csr().view()))))
@@ -264,13 +264,13 @@ impl Backend for Simd {
             out_len: call.plan.out_len,
             args: call.arg_u.is_some() || call.arg_e.is_some(),
         };
-        let plan = kernels::spmm_blocking::<O, I>(&spmm_args(csr, call.reborrow()), hot_fraction(graph));
+        let plans = kernels::spmm_blocking::<O, I>(&spmm_args(csr, call.reborrow()), hot_fraction(graph));
         let tuning = active_tuning();
         // One-float edge weights read by scattered edge ids: a random line
         // per edge beside the source rows, which staging them by slot
         // window turns into streamed bytes. Where the model nominates no
         // blocking, the trial is plain against staged.
-        if plan.is_none()
+        if plans.is_empty()
             && tuning.staging == Staging::Auto
             && !matches!(tuning.blocking, Blocking::Sources(_))
             && kernels::spmm_may_stage::<O, I>(&spmm_args(csr, call.reborrow()))
@@ -295,7 +295,7 @@ impl Backend for Simd {
             }
             return Ok(());
         }
-        trials::run(graph, sig, plan, &mut |layout| {
+        trials::run(graph, sig, &plans, &mut |layout| {
             note_pass(layout);
             kernels::spmm::<O, R, I>(spmm_args(csr, call.reborrow()), layout).map_err(Error::from)
         })
@@ -397,8 +397,8 @@ impl Backend for Simd {
             .map(drop);
         }
         // The in-CSR layouts are shared with g-SpMM (same block sizes).
-        let plan = kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph));
-        trials::run(graph, sig, plan, &mut |layout| {
+        let plans = kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph));
+        trials::run(graph, sig, &plans, &mut |layout| {
             note_pass(layout);
             kernels::sddmm::<O, I>(sddmm_args(csr, order, call.reborrow()), layout.map(|(l, _)| l)).map_err(Error::from)
         })

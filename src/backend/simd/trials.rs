@@ -19,9 +19,16 @@
 //! ```
 //!
 //! With two nominees (g-SDDMM's streamed or staged CSR walk and its edge
-//! walk, below) each candidate in turn runs untimed then timed, then each
-//! once more, timed: nine calls ([`schedule`]); in order, a candidate
-//! displaces the one kept so far only below the margin ([`preferred`]).
+//! walk, below; or two block sizes, below) each candidate in turn runs
+//! untimed then timed, then each once more, timed: nine calls
+//! ([`schedule`]); in order, a candidate displaces the one kept so far only
+//! below the margin ([`preferred`]).
+//!
+//! Two block sizes are nominated where the L3 is reported but not credible
+//! (a VM seeing its host's L3; `gnnkern_simd::tuning::blocking_budgets`):
+//! the guest's share of it is unknown, so the model is asked at a quarter
+//! and an eighth of it and the trial times what it nominates, fewest blocks
+//! first. Once decided, the layouts not kept are dropped.
 //!
 //! Each pass is timed only from its second run: a first blocked run right
 //! after building the layout measured 280 ms where warm runs take 209 ms
@@ -150,25 +157,30 @@ impl<P> Default for Trials<P> {
 /// A pass over the graph, plain (`None`) or blocked (layout, tile bytes).
 pub type Pass<'p, I> = dyn FnMut(Option<(&BlockedCsr<I>, usize)>) -> Result<()> + 'p;
 
-/// Runs `pass` plain, or blocked with `plan`'s layout, as the trials of
-/// `sig` on `graph` decide (see the module docs). `plan` is the model's
-/// nomination (`None`: plain, no trial).
-pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plan: Option<BlockPlan>, pass: &mut Pass<'_, I>) -> Result<()> {
-    let Some(plan) = plan else { return pass(None) };
+/// Runs `pass` plain, or blocked with the layout of one of `plans`, as the
+/// trials of `sig` on `graph` decide (see the module docs). `plans` are the
+/// model's nominations, fewest blocks first (`MAX_CANDIDATES - 1` at most;
+/// none: plain, no trial); a forced blocking runs its one plan untried.
+/// When the trial decides, the layouts of the plans it did not keep are
+/// dropped unless another signature runs on them.
+pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plans: &[BlockPlan], pass: &mut Pass<'_, I>) -> Result<()> {
+    let Some(&first) = plans.first() else { return pass(None) };
     if !matches!(active_tuning().blocking, Blocking::Auto) {
-        let layout = super::blocked_layout(graph, plan.block_sources)?;
-        return pass(Some((&layout, plan.tile_bytes)));
+        let layout = super::blocked_layout(graph, first.block_sources)?;
+        return pass(Some((&layout, first.tile_bytes)));
     }
     let trials = graph.cached(|| Ok(Trials::<BlockPlan>::default()))?;
-    let rejected = step(&trials, sig, &[plan], &mut |choice| match choice {
+    let decided = step(&trials, sig, plans, &mut |choice| match choice {
         None => pass(None),
         Some(plan) => {
             let layout = super::blocked_layout(graph, plan.block_sources)?;
             pass(Some((&layout, plan.tile_bytes)))
         }
     })?;
-    if rejected {
-        release_unused(graph, &trials, plan.block_sources)?;
+    if let Some(kept) = decided {
+        for plan in plans.iter().filter(|p| kept != Some(**p)) {
+            release_unused(graph, &trials, plan.block_sources)?;
+        }
     }
     Ok(())
 }
@@ -252,23 +264,24 @@ pub fn run_schemes<I: Index, P: Copy + std::fmt::Debug + Send + 'static>(
         return pass(None).map(|()| false);
     }
     let trials = graph.cached(|| Ok(Trials::<P>::default()))?;
-    step(&trials, sig, nominees, pass)
+    step(&trials, sig, nominees, pass).map(|decided| matches!(decided, Some(None)))
 }
 
 /// One call of `sig` under the module docs' state machine: runs the plain
 /// pass (`None`) or one of `nominees` (1 to `MAX_CANDIDATES - 1`), records
-/// what it learned, and returns whether this call rejected every nominee.
+/// what it learned, and returns the decision if this call made it
+/// (`Some(None)`: the plain pass is kept).
 fn step<P: Copy + std::fmt::Debug>(
     trials: &Trials<P>,
     sig: Signature,
     nominees: &[P],
     pass: &mut dyn FnMut(Option<P>) -> Result<()>,
-) -> Result<bool> {
+) -> Result<Option<Option<P>>> {
     debug_assert!((1..MAX_CANDIDATES).contains(&nominees.len()), "a trial takes 1 to {} nominees", MAX_CANDIDATES - 1);
     let candidates = (1 + nominees.len()).min(MAX_CANDIDATES);
     let state = super::lock(&trials.0).get(&sig).copied();
     let (calls, mut best) = match state {
-        Some(Trial::Decided(choice)) => return pass(choice).map(|()| false),
+        Some(Trial::Decided(choice)) => return pass(choice).map(|()| None),
         Some(Trial::Running { calls, best }) => (calls, best),
         None => (0, [Duration::MAX; MAX_CANDIDATES]),
     };
@@ -292,7 +305,10 @@ fn step<P: Copy + std::fmt::Debug>(
         Trial::Decided(kept.map(|i| nominees[i - 1]))
     };
     super::lock(&trials.0).insert(sig, next);
-    Ok(matches!(next, Trial::Decided(None)))
+    Ok(match next {
+        Trial::Decided(kept) => Some(kept),
+        Trial::Running { .. } => None,
+    })
 }
 
 /// The candidate a trial keeps from the fastest timed run of each (0 = the
@@ -339,6 +355,7 @@ pub fn nominee_in_use<I: Index, P: Send + 'static>(graph: &Graph<I>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::simd::BlockCache;
 
     fn sig(out_len: usize) -> Signature {
         Signature {
@@ -371,6 +388,48 @@ mod tests {
         assert_eq!(preferred(&ms(&[100, 80, 70])), Some(2));
         assert_eq!(preferred(&ms(&[100, 95, 85])), Some(2), "the first nominee was not kept");
         assert_eq!(preferred(&ms(&[100, 120, 95])), None);
+    }
+
+    /// Two block sizes on trial (an L3 that is not credible): the one kept
+    /// keeps its layout, the other's is dropped; a trial that keeps the
+    /// plain pass drops both. Passes are sleeps, so the timings decide.
+    #[test]
+    fn a_trial_of_two_block_sizes_keeps_one_layout() {
+        let plans = [BlockPlan { block_sources: 2, tile_bytes: 4 }, BlockPlan { block_sources: 1, tile_bytes: 4 }];
+        let layouts = |g: &Graph<i32>| {
+            let cache = g.cached_if_built::<BlockCache<i32>>().expect("a blocked pass ran");
+            let mut sizes: Vec<usize> = super::super::lock(&cache.layouts).iter().map(|l| l.block_sources()).collect();
+            sizes.sort_unstable();
+            sizes
+        };
+        // Sleeps per candidate (plain, fewer blocks, more blocks) and the
+        // layouts left once the trial has decided.
+        let cases: [([u64; 3], Vec<usize>); 3] =
+            [([60, 60, 2], vec![1]), ([60, 2, 60], vec![2]), ([2, 60, 60], vec![])];
+        for (ms, kept) in cases {
+            // A graph per case: a layout another signature runs on is kept.
+            let g = Graph::<i32>::from_coo(4, 4, vec![0, 1, 2, 3, 0], vec![1, 2, 3, 0, 2]).unwrap();
+            let mut ran = Vec::new();
+            for call in 0..CALLS_TO_DECIDE + 2 {
+                run(&g, sig(1), &plans, &mut |layout| {
+                    let candidate = match layout.map(|(l, _)| l.block_sources()) {
+                        None => 0,
+                        Some(2) => 1,
+                        Some(_) => 2,
+                    };
+                    ran.push(candidate);
+                    std::thread::sleep(Duration::from_millis(ms[candidate]));
+                    Ok(())
+                })
+                .unwrap();
+                if call + 1 == CALLS_TO_DECIDE {
+                    assert_eq!(layouts(&g), kept, "{ms:?}: the layouts once decided");
+                }
+            }
+            assert_eq!(ran[..CALLS_TO_DECIDE], [0, 0, 1, 1, 2, 2, 0, 1, 2], "{ms:?}: the nine-call schedule");
+            let winner = kept.first().map_or(0, |&b| if b == 2 { 1 } else { 2 });
+            assert_eq!(ran[CALLS_TO_DECIDE..], [winner, winner], "{ms:?}: later calls run the kept pass");
+        }
     }
 
     #[test]
