@@ -7,7 +7,9 @@
 //! the max/min backward's pulled and scattered source gradient. g-SDDMM's
 //! trials have three candidates and nine calls (`trials::schedule`): the
 //! plain CSR walk, the streamed one (vector messages) or the staged one
-//! (one-float messages), and the walk in edge-id order.
+//! (one-float messages), and the walk in edge-id order; so does g-SpMM's
+//! with a scalar edge weight where blocking is nominated too (plain,
+//! blocked, staged).
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -128,6 +130,25 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         any_staged,
         "staged weights held iff a signature runs staged (u_mul_e_sum {passes:?}, u_mul_e_max {max_passes:?})"
     );
+
+    // g-SpMM with a scalar edge weight whose source rows of 32 floats
+    // (2.5 MB) exceed the budget too: the model nominates blocking as for
+    // copy_u_sum, and since staging and blocking are exclusive one trial
+    // takes plain, blocked (first) and staged. The layout stays cached iff
+    // a signature kept it.
+    let u_mul_e_wide = || {
+        let mut out = Tensor::zeros(&[n, d]).unwrap();
+        let io = SpmmIo { lhs: Some(x.view()), rhs: Some(w.view()), out: out.view_mut(), arg_u: None, arg_e: None };
+        simd.gspmm(&g, SpmmSpec::new(BinaryOpKind::Mul, Target::Src, Target::Edge, ReduceKind::Sum), io).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let blocked =
+        |p: &PassKind| matches!(p, PassKind::Blocked { block_sources, .. } if *block_sources == BUDGET / (4 * d));
+    let staged_pass = |p: &PassKind| *p == PassKind::Staged;
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_mul_e_wide()).collect();
+    let wide_passes = assert_trials("u_mul_e_sum d = 32", &calls, PassKind::Plain, &[&blocked, &staged_pass]);
+    any_kept |= blocked(&wide_passes[11]);
+    assert_eq!(cache_bytes(&g) > 0, any_kept, "layout cached iff a signature kept it ({wide_passes:?})");
 
     // The max/min backward's source gradient of copy_u: with a 16-float
     // column stripe per worker (d = 32 on two threads) the scatter is

@@ -72,7 +72,7 @@ pub enum PassKind {
     /// g-SDDMM: one pass over the CSR, its one-float messages staged by
     /// edge-id window; g-SpMM: one pass over the in-CSR after staging its
     /// one-float edge operand by slot window (see [`trials::SddmmNominee::Staged`],
-    /// [`trials::StagedOperand`]).
+    /// [`trials::SpmmNominee::Staged`]).
     Staged,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
     Blocked { block_sources: usize, num_blocks: usize },
@@ -221,24 +221,6 @@ fn softmax_scheme<'g, I: Index, K: 'static>(
     .map(drop)
 }
 
-/// Runs `pass` (a plain pass: g-SpMM's, whose edge operand is staged only
-/// under `Staging::On`) under the thread's tuning or under the nominee's
-/// tuning (reported as its `PassKind`), as the trials of the nominee type
-/// `P` decide.
-///
-/// Returns whether this call's trial rejected the nominee.
-fn plain_pass_trial<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static>(
-    graph: &Graph<I>,
-    sig: Signature,
-    (kind, nominee): (PassKind, Tuning),
-    pass: &mut dyn FnMut() -> Result<()>,
-) -> Result<bool> {
-    trials::run_scheme::<I, P>(graph, sig, true, &mut |nominated| {
-        LAST_PASS.with(|c| c.set(Some(if nominated { kind } else { PassKind::Plain })));
-        if nominated { with_tuning(nominee, &mut *pass) } else { pass() }
-    })
-}
-
 fn spmm_args<'a, I: Index>(csr: CsrView<'a, I>, c: SpmmCall<'a, I>) -> SpmmArgs<'a, I> {
     let SpmmCall { lhs_target, rhs_target, plan, lhs, rhs, out, arg_u, arg_e, .. } = c;
     SpmmArgs { csr, lhs_target, rhs_target, plan, lhs, rhs, out, arg_u, arg_e }
@@ -268,30 +250,51 @@ impl Backend for Simd {
         let tuning = active_tuning();
         // One-float edge weights read by scattered edge ids: a random line
         // per edge beside the source rows, which staging them by slot
-        // window turns into streamed bytes. Where the model nominates no
-        // blocking, the trial is plain against staged.
-        if plans.is_empty()
-            && tuning.staging == Staging::Auto
+        // window turns into streamed bytes. The trial is plain against
+        // staged, and against the model's first block plan where it
+        // nominates one (staging and blocking are exclusive).
+        if tuning.staging == Staging::Auto
             && !matches!(tuning.blocking, Blocking::Sources(_))
             && kernels::spmm_may_stage::<O, I>(&spmm_args(csr, call.reborrow()))
             && graph.cached(|| Ok(InCsrScattered(kernels::edge_ids_scattered(&csr))))?.0
         {
-            let staged = (PassKind::Staged, Tuning { staging: Staging::On, ..tuning });
+            use trials::SpmmNominee;
+            let staged = Tuning { staging: Staging::On, ..tuning };
             let staging = graph.cached(|| Ok(EdgeStagingCache::default()))?;
-            let rejected = plain_pass_trial::<I, trials::StagedOperand>(graph, sig, staged, &mut || {
-                let args = spmm_args(csr, call.reborrow());
-                // A concurrent call on this graph holds the staging (or a
-                // panic in one poisoned it): stage in a fresh one.
-                match staging.0.try_lock() {
-                    Ok(mut kept) => kernels::spmm_staging_into::<O, R, I>(args, &mut kept),
-                    Err(_) => kernels::spmm::<O, R, I>(args, None),
+            let nominees: Vec<SpmmNominee> =
+                plans.first().map(|&p| SpmmNominee::Blocked(p)).into_iter().chain([SpmmNominee::Staged]).collect();
+            let decided = trials::run_nominees::<I, SpmmNominee>(graph, sig, &nominees, &mut |choice| {
+                if let Some(SpmmNominee::Blocked(plan)) = choice {
+                    let layout = blocked_layout(graph, plan.block_sources)?;
+                    note_pass(Some((&layout, plan.tile_bytes)));
+                    let args = spmm_args(csr, call.reborrow());
+                    return kernels::spmm::<O, R, I>(args, Some((&layout, plan.tile_bytes))).map_err(Error::from);
                 }
-                .map_err(Error::from)
+                let staging_on = choice == Some(SpmmNominee::Staged);
+                LAST_PASS.with(|c| c.set(Some(if staging_on { PassKind::Staged } else { PassKind::Plain })));
+                with_tuning(if staging_on { staged } else { tuning }, || {
+                    let args = spmm_args(csr, call.reborrow());
+                    // A concurrent call on this graph holds the staging (or a
+                    // panic in one poisoned it): stage in a fresh one.
+                    match staging.0.try_lock() {
+                        Ok(mut kept) => kernels::spmm_staging_into::<O, R, I>(args, &mut kept),
+                        Err(_) => kernels::spmm::<O, R, I>(args, None),
+                    }
+                    .map_err(Error::from)
+                })
             })?;
-            // Another signature on this graph may run staged (or still be
-            // on trial) with the same staging: it keeps the plans then.
-            if rejected && !trials::nominee_in_use::<I, trials::StagedOperand>(graph) {
-                *lock(&staging.0) = kernels::EdgeStaging::default();
+            if let Some(kept) = decided {
+                // Another signature on this graph may run staged (or still
+                // be on trial) with the same staging: it keeps the plans then.
+                let staged = |p: &SpmmNominee| *p == SpmmNominee::Staged;
+                if kept != Some(SpmmNominee::Staged) && !trials::nominee_in_use::<I, SpmmNominee>(graph, staged) {
+                    *lock(&staging.0) = kernels::EdgeStaging::default();
+                }
+                if let Some(&plan) = plans.first()
+                    && kept != Some(SpmmNominee::Blocked(plan))
+                {
+                    trials::release_layout(graph, plan.block_sources);
+                }
             }
             return Ok(());
         }

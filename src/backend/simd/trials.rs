@@ -76,8 +76,9 @@
 //!
 //! g-SpMM with a large one-float edge operand read by
 //! scattered edge ids likewise times the plain pass against one that first
-//! stages the operand by slot window ([`StagedOperand`]; "Staged edge operands"),
-//! when the traffic model nominates no blocking.
+//! stages the operand by slot window ([`SpmmNominee::Staged`]; "Staged edge
+//! operands"), and against the model's first block plan where it nominates
+//! one (staging and blocking are exclusive, so one trial of three decides).
 //!
 //! The max/min backward's source gradient of a copy-like message times the
 //! pull over the out-CSR against a scatter by column stripes
@@ -169,8 +170,7 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plans: &[BlockPlan], pass
         let layout = super::blocked_layout(graph, first.block_sources)?;
         return pass(Some((&layout, first.tile_bytes)));
     }
-    let trials = graph.cached(|| Ok(Trials::<BlockPlan>::default()))?;
-    let decided = step(&trials, sig, plans, &mut |choice| match choice {
+    let decided = run_nominees(graph, sig, plans, &mut |choice| match choice {
         None => pass(None),
         Some(plan) => {
             let layout = super::blocked_layout(graph, plan.block_sources)?;
@@ -179,7 +179,7 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plans: &[BlockPlan], pass
     })?;
     if let Some(kept) = decided {
         for plan in plans.iter().filter(|p| kept != Some(**p)) {
-            release_unused(graph, &trials, plan.block_sources)?;
+            release_layout(graph, plan.block_sources);
         }
     }
     Ok(())
@@ -213,16 +213,23 @@ pub enum SddmmNominee {
     EdgeOrder,
 }
 
-/// g-SpMM's nominee for one-float edge operands (scalar edge weights)
-/// larger than the cache, read by scattered in-CSR edge ids: the plain pass
-/// after the operand is staged by slot window (`Staging::On`), nominated by
-/// `gnnkern_simd::kernels::spmm_may_stage` and `edge_ids_scattered` where
-/// the traffic model nominates no blocking. The walk reads the same values
-/// in the same order, so the results are bitwise identical. A type of its
-/// own (not [`SddmmNominee::Staged`]), so that [`nominee_in_use`] sees g-SpMM signatures
-/// only: they share one staging per graph.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct StagedOperand;
+/// g-SpMM's nominees for one-float edge operands (scalar edge weights)
+/// larger than the cache, read by scattered in-CSR edge ids
+/// (`gnnkern_simd::kernels::spmm_may_stage` and `edge_ids_scattered`). A
+/// type of its own (not [`SddmmNominee`]), so that [`nominee_in_use`] sees
+/// g-SpMM signatures only: they share one staging per graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpmmNominee {
+    /// The traffic model's first block plan, where it nominates one: the
+    /// blocked pass reads the operand by edge id as the plain pass does,
+    /// and staging and blocking are exclusive, so both go to one trial
+    /// (blocked first). Bitwise identical, as every blocked pass.
+    Blocked(BlockPlan),
+    /// The plain pass after the operand is staged by slot window
+    /// (`Staging::On`). The walk reads the same values in the same order,
+    /// so the results are bitwise identical.
+    Staged,
+}
 
 /// The max/min backward's nominee for the source gradient of a copy-like
 /// message: the column-stripe scatter (`gnnkern_simd::kernels::arg_scatter`)
@@ -260,11 +267,23 @@ pub fn run_schemes<I: Index, P: Copy + std::fmt::Debug + Send + 'static>(
     nominees: &[P],
     pass: &mut dyn FnMut(Option<P>) -> Result<()>,
 ) -> Result<bool> {
+    run_nominees(graph, sig, nominees, pass).map(|decided| matches!(decided, Some(None)))
+}
+
+/// [`run_schemes`], returning the decision if this call made it
+/// (`Some(None)`: the plain pass is kept), so that the caller may free
+/// what only the rejected nominees use.
+pub fn run_nominees<I: Index, P: Copy + std::fmt::Debug + Send + 'static>(
+    graph: &Graph<I>,
+    sig: Signature,
+    nominees: &[P],
+    pass: &mut dyn FnMut(Option<P>) -> Result<()>,
+) -> Result<Option<Option<P>>> {
     if nominees.is_empty() {
-        return pass(None).map(|()| false);
+        return pass(None).map(|()| None);
     }
     let trials = graph.cached(|| Ok(Trials::<P>::default()))?;
-    step(&trials, sig, nominees, pass).map(|decided| matches!(decided, Some(None)))
+    step(&trials, sig, nominees, pass)
 }
 
 /// One call of `sig` under the module docs' state machine: runs the plain
@@ -333,22 +352,31 @@ fn preferred(best: &[Duration]) -> Option<usize> {
 }
 
 /// Drops the cached layout with `block_sources` unless a decided signature
-/// runs on it.
-fn release_unused<I: Index>(graph: &Graph<I>, trials: &Trials, block_sources: usize) -> Result<()> {
-    let in_use = super::lock(&trials.0)
-        .values()
-        .any(|t| matches!(t, Trial::Decided(Some(p)) if p.block_sources == block_sources));
+/// runs on it (a blocking trial's or a staging trial's; g-SpMM and g-SDDMM
+/// share the in-CSR's layouts).
+pub fn release_layout<I: Index>(graph: &Graph<I>, block_sources: usize) {
+    let kept = |t: &Trial<BlockPlan>| matches!(t, Trial::Decided(Some(p)) if p.block_sources == block_sources);
+    let in_use = graph.cached_if_built::<Trials<BlockPlan>>().is_some_and(|t| super::lock(&t.0).values().any(kept))
+        || graph.cached_if_built::<Trials<SpmmNominee>>().is_some_and(|t| {
+            super::lock(&t.0)
+                .values()
+                .any(|t| matches!(t, Trial::Decided(Some(SpmmNominee::Blocked(p))) if p.block_sources == block_sources))
+        });
     if let (false, Some(cache)) = (in_use, graph.cached_if_built::<BlockCache<I>>()) {
         super::lock(&cache.layouts).retain(|l| l.block_sources() != block_sources);
     }
-    Ok(())
 }
 
-/// Whether some signature on `graph` runs nominee `P`, or may still run it
-/// (its trial is undecided): what only `P` uses must then be kept.
-pub fn nominee_in_use<I: Index, P: Send + 'static>(graph: &Graph<I>) -> bool {
+/// Whether some signature on `graph` runs a nominee of type `P` for which
+/// `is` holds, or may still run it (its trial is undecided): what only
+/// those nominees use must then be kept.
+pub fn nominee_in_use<I: Index, P: Send + 'static>(graph: &Graph<I>, is: impl Fn(&P) -> bool) -> bool {
     graph.cached_if_built::<Trials<P>>().is_some_and(|trials| {
-        super::lock(&trials.0).values().any(|t| matches!(t, Trial::Decided(Some(_)) | Trial::Running { .. }))
+        super::lock(&trials.0).values().any(|t| match t {
+            Trial::Decided(Some(p)) => is(p),
+            Trial::Decided(None) => false,
+            Trial::Running { .. } => true,
+        })
     })
 }
 
@@ -359,7 +387,7 @@ mod tests {
 
     fn sig(out_len: usize) -> Signature {
         Signature {
-            kernel: TypeId::of::<StagedOperand>(),
+            kernel: TypeId::of::<SpmmNominee>(),
             lhs: Target::Src,
             rhs: Target::Edge,
             lhs_len: out_len,
@@ -435,21 +463,24 @@ mod tests {
     #[test]
     fn a_nominee_is_in_use_while_any_signature_runs_or_may_run_it() {
         let g = Graph::<i32>::from_coo(2, 2, vec![0, 1], vec![1, 0]).unwrap();
-        assert!(!nominee_in_use::<i32, StagedOperand>(&g), "no trials yet");
-        let trials = g.cached(|| Ok(Trials::<StagedOperand>::default())).unwrap();
+        let staged = |p: &SpmmNominee| *p == SpmmNominee::Staged;
+        assert!(!nominee_in_use::<i32, SpmmNominee>(&g, staged), "no trials yet");
+        let trials = g.cached(|| Ok(Trials::<SpmmNominee>::default())).unwrap();
         let set = |out_len, t| {
             super::super::lock(&trials.0).insert(sig(out_len), t);
         };
         set(1, Trial::Decided(None));
-        assert!(!nominee_in_use::<i32, StagedOperand>(&g), "the only signature rejected it");
+        assert!(!nominee_in_use::<i32, SpmmNominee>(&g, staged), "the only signature rejected it");
         let running = Trial::Running { calls: 2, best: [Duration::MAX; MAX_CANDIDATES] };
         set(2, running);
-        assert!(nominee_in_use::<i32, StagedOperand>(&g), "a trial still running may stage");
-        set(2, Trial::Decided(Some(StagedOperand)));
-        assert!(nominee_in_use::<i32, StagedOperand>(&g), "a signature kept it");
+        assert!(nominee_in_use::<i32, SpmmNominee>(&g, staged), "a trial still running may stage");
+        set(2, Trial::Decided(Some(SpmmNominee::Staged)));
+        assert!(nominee_in_use::<i32, SpmmNominee>(&g, staged), "a signature kept it");
+        set(2, Trial::Decided(Some(SpmmNominee::Blocked(BlockPlan { block_sources: 1, tile_bytes: 4 }))));
+        assert!(!nominee_in_use::<i32, SpmmNominee>(&g, staged), "a signature kept another nominee");
         set(2, Trial::Decided(None));
-        assert!(!nominee_in_use::<i32, StagedOperand>(&g), "every signature rejected it");
-        assert!(!nominee_in_use::<i32, SddmmNominee>(&g), "other nominees' trials are separate");
-        assert!(!nominee_in_use::<i32, StagedOperand>(&g.reverse()), "and so are orientations");
+        assert!(!nominee_in_use::<i32, SpmmNominee>(&g, staged), "every signature rejected it");
+        assert!(!nominee_in_use::<i32, SddmmNominee>(&g, |_| true), "other nominees' trials are separate");
+        assert!(!nominee_in_use::<i32, SpmmNominee>(&g.reverse(), |_| true), "and so are orientations");
     }
 }
