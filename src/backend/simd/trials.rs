@@ -22,7 +22,7 @@
 //! walk, below; or two block sizes, below) each candidate in turn runs
 //! untimed then timed, then each once more, timed: nine calls
 //! ([`schedule`]); in order, a candidate displaces the one kept so far only
-//! below the margin ([`preferred`]).
+//! below the margin (`preferred`).
 //!
 //! Two block sizes are nominated where the L3 is reported but not credible
 //! (a VM seeing its host's L3; `gnnkern_simd::tuning::blocking_budgets`):
@@ -259,7 +259,7 @@ pub fn run_scheme<I: Index, P: Copy + Default + std::fmt::Debug + Send + 'static
 /// `MAX_CANDIDATES - 1`, in order of preference; none: the plain pass, no
 /// trial): `pass` gets the nominee to run, `None` for the plain pass. A
 /// nominee is kept if it beats the plain pass and every nominee kept before
-/// it by [`TRIAL_MARGIN`] ([`preferred`]). Returns whether this call
+/// it by [`TRIAL_MARGIN`] (`preferred`). Returns whether this call
 /// decided for the plain pass.
 pub fn run_schemes<I: Index, P: Copy + std::fmt::Debug + Send + 'static>(
     graph: &Graph<I>,
