@@ -286,8 +286,8 @@ impl Backend for Simd {
             if let Some(kept) = decided {
                 // Another signature on this graph may run staged (or still
                 // be on trial) with the same staging: it keeps the plans then.
-                let staged = |p: &SpmmNominee| *p == SpmmNominee::Staged;
-                if kept != Some(SpmmNominee::Staged) && !trials::nominee_in_use::<I, SpmmNominee>(graph, staged) {
+                let is_staged = |p: &SpmmNominee| *p == SpmmNominee::Staged;
+                if kept != Some(SpmmNominee::Staged) && !trials::nominee_in_use::<I, SpmmNominee>(graph, is_staged) {
                     *lock(&staging.0) = kernels::EdgeStaging::default();
                 }
                 if let Some(&plan) = plans.first()
