@@ -7,9 +7,10 @@
 //! the max/min backward's pulled and scattered source gradient. g-SDDMM's
 //! trials have three candidates and nine calls (`trials::schedule`): the
 //! plain CSR walk, the streamed one (vector messages) or the staged one
-//! (one-float messages), and the walk in edge-id order; so does g-SpMM's
-//! with a scalar edge weight where blocking is nominated too (plain,
-//! blocked, staged).
+//! (one-float messages), and the walk in edge-id order, whose place the
+//! blocked pass takes where blocking is nominated for one-float messages
+//! (plain, blocked, staged); so does g-SpMM's with a scalar edge weight
+//! where blocking is nominated too (plain, blocked, staged).
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -38,6 +39,7 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     let dst: Vec<i32> = (0..e).map(|_| rng.below(n) as i32).collect();
     let g = Graph::<i32>::from_coo(n, n, src, dst).unwrap();
     let x = Tensor::from_vec(rng.signed_vec(n * d, 0.1, 1.0), vec![n, d]).unwrap();
+    let x2 = Tensor::from_vec(rng.signed_vec(n * 2, 0.1, 1.0), vec![n, 2]).unwrap();
     let simd = Exec::forced(BackendKind::Simd);
 
     let spmm = || {
@@ -56,11 +58,11 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     };
 
     // Both signatures share the layout of one block size.
+    let blocked =
+        |p: &PassKind| matches!(p, PassKind::Blocked { block_sources, .. } if *block_sources == BUDGET / (4 * d));
     let mut any_kept = false;
     for (name, run) in [("copy_u_sum", &spmm as &dyn Fn() -> (Vec<f32>, PassKind)), ("u_dot_v 4 heads", &sddmm)] {
         let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| run()).collect();
-        let blocked =
-            |p: &PassKind| matches!(p, PassKind::Blocked { block_sources, .. } if *block_sources == BUDGET / (4 * d));
         let passes = assert_trial(name, &calls, PassKind::Plain, blocked);
         // A layout no decided signature uses is released.
         any_kept |= blocked(&passes[6]);
@@ -82,26 +84,41 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
 
     // g-SDDMM with one float per edge: an [E, 1] output (1.3 MB) above the
     // budget, edge ids scattered along the walk (random COO order): staged
-    // messages against plain stores, and again no blocking.
-    let u_dot_v = || {
-        let mut out = Tensor::zeros(&[e, 1]).unwrap();
-        let io = SddmmIo { lhs: Some(x.view()), rhs: Some(x.view()), out: out.view_mut() };
-        simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
-        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
-    };
+    // messages against plain stores. With source rows of 2 floats (160 KB,
+    // below the budget) nothing is blocked and the edge walk is the third
+    // candidate; with rows of 32 floats (2.5 MB) the model nominates
+    // blocking, whose first plan takes the edge walk's place.
     let staged = |p: &PassKind| *p == PassKind::Staged;
-    let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_dot_v()).collect();
-    let passes = assert_trials("u_dot_v", &calls, PassKind::Plain, &[&staged, &edge_order]);
-    // The graph keeps the records (an edge id and a message per edge) only
-    // while the decision is to stage.
-    let records = if passes[11] == PassKind::Staged { e * 2 * 4 } else { 0 };
-    assert_eq!(staging_bytes(&g), records, "u_dot_v: staging records held iff staged ({passes:?})");
+    let mut records = 0;
+    for (rows, width) in [(&x2, 2), (&x, d)] {
+        let u_dot_v = || {
+            let mut out = Tensor::zeros(&[e, 1]).unwrap();
+            let io = SddmmIo { lhs: Some(rows.view()), rhs: Some(rows.view()), out: out.view_mut() };
+            simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
+            (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+        };
+        let third: &dyn Fn(&PassKind) -> bool = if width == d { &blocked } else { &edge_order };
+        let name = format!("u_dot_v d = {width}");
+        let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_dot_v()).collect();
+        let passes = if width == d {
+            assert_trials(&name, &calls, PassKind::Plain, &[third, &staged])
+        } else {
+            assert_trials(&name, &calls, PassKind::Plain, &[&staged, third])
+        };
+        // The graph keeps the records (an edge id and a message per edge)
+        // only while the last call staged (the signatures share one buffer;
+        // any other pass frees it); the layout only while a signature runs
+        // blocked.
+        records = if passes[11] == PassKind::Staged { e * 2 * 4 } else { 0 };
+        assert_eq!(staging_bytes(&g), records, "{name}: staging records held iff staged ({passes:?})");
+        any_kept |= blocked(&passes[11]);
+        assert_eq!(cache_bytes(&g) > 0, any_kept, "{name}: layout cached iff a signature kept it ({passes:?})");
+    }
 
     // g-SpMM with a scalar edge weight: [E, 1] weights (1.3 MB) above the
     // budget, read by edge ids scattered along the in-CSR, and source rows
     // of 2 floats (160 KB) below it, so no blocking: staged weights against
     // plain reads by edge id.
-    let x2 = Tensor::from_vec(rng.signed_vec(n * 2, 0.1, 1.0), vec![n, 2]).unwrap();
     let w = Tensor::from_vec(rng.signed_vec(e, 0.1, 1.0), vec![e, 1]).unwrap();
     let u_mul_e = |reduce| {
         let mut out = Tensor::zeros(&[n, 2]).unwrap();
@@ -142,8 +159,6 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         simd.gspmm(&g, SpmmSpec::new(BinaryOpKind::Mul, Target::Src, Target::Edge, ReduceKind::Sum), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
-    let blocked =
-        |p: &PassKind| matches!(p, PassKind::Blocked { block_sources, .. } if *block_sources == BUDGET / (4 * d));
     let staged_pass = |p: &PassKind| *p == PassKind::Staged;
     let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_mul_e_wide()).collect();
     let wide_passes = assert_trials("u_mul_e_sum d = 32", &calls, PassKind::Plain, &[&blocked, &staged_pass]);

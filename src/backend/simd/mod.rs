@@ -332,10 +332,13 @@ impl Backend for Simd {
         // under plain stores, 1.3-1.9x slower under streamed ones), so the
         // trial is plain against streamed stores instead of blocking.
         // One-float messages (single-head dots) scattered over a large
-        // output: the random read for ownership per edge outweighs the
-        // gathers too, so again the trial is plain against staged. Both
-        // trials also time the walk in edge-id order, which writes the
-        // output sequentially.
+        // output: a random read for ownership per edge, which staging
+        // turns into record streams, so the trial is plain against staged,
+        // and against
+        // the model's first block plan where it nominates one (staging and
+        // blocking are exclusive). Both trials also time the walk in
+        // edge-id order, which writes the output sequentially, unless the
+        // block plan took its place (`trials::SddmmNominee::Blocked`).
         let free = !matches!(tuning.blocking, Blocking::Sources(_));
         let stream = free
             && tuning.streaming == Streaming::Auto
@@ -353,6 +356,19 @@ impl Backend for Simd {
                 (SddmmNominee::Staged, Tuning { staging: Staging::On, ..tuning })
             };
             let staging = if stage { Some(graph.cached(|| Ok(StagingCache::default()))?) } else { None };
+            let plan = if stage {
+                kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph))
+                    .first()
+                    .copied()
+            } else {
+                None
+            };
+            // Staged records are only the CSR walk's: other passes free them.
+            let drop_records = || {
+                if let Some(Ok(mut buffer)) = staging.as_ref().map(|s| s.0.try_lock()) {
+                    *buffer = kernels::StagingBuffer::default();
+                }
+            };
             // The CSR walk, plain or (under `csr_tuning`) streamed / staged.
             let csr_pass = |call: &mut SddmmCall<'_, I>| {
                 let args = sddmm_args(csr, order, call.reborrow());
@@ -371,22 +387,25 @@ impl Backend for Simd {
                 }
                 .map_err(Error::from)
             };
-            let nominees = [nominee, SddmmNominee::EdgeOrder];
-            return trials::run_schemes::<I, SddmmNominee>(graph, sig, &nominees, &mut |choice| {
+            let nominees = match plan {
+                Some(plan) => [SddmmNominee::Blocked(plan), nominee],
+                None => [nominee, SddmmNominee::EdgeOrder],
+            };
+            let decided = trials::run_nominees::<I, SddmmNominee>(graph, sig, &nominees, &mut |choice| {
                 let kind = match choice {
-                    None => PassKind::Plain,
-                    Some(SddmmNominee::Streamed) => PassKind::Streamed,
-                    Some(SddmmNominee::Staged) => PassKind::Staged,
-                    Some(SddmmNominee::EdgeOrder) => PassKind::EdgeOrder,
+                    None => Some(PassKind::Plain),
+                    Some(SddmmNominee::Streamed) => Some(PassKind::Streamed),
+                    Some(SddmmNominee::Staged) => Some(PassKind::Staged),
+                    Some(SddmmNominee::EdgeOrder) => Some(PassKind::EdgeOrder),
+                    Some(SddmmNominee::Blocked(_)) => None, // `note_pass` names the layout's blocks
                 };
-                LAST_PASS.with(|c| c.set(Some(kind)));
+                if kind.is_some() {
+                    LAST_PASS.with(|c| c.set(kind));
+                }
                 match choice {
                     None => csr_pass(&mut call),
                     Some(SddmmNominee::EdgeOrder) => {
-                        if let Some(Ok(mut buffer)) = staging.as_ref().map(|s| s.0.try_lock()) {
-                            // Staged records are only the CSR walk's.
-                            *buffer = kernels::StagingBuffer::default();
-                        }
+                        drop_records();
                         // The walk streams where the messages may stream.
                         let walk = Tuning { streaming: if stream { Streaming::On } else { Streaming::Off }, ..tuning };
                         with_tuning(walk, || {
@@ -394,10 +413,24 @@ impl Backend for Simd {
                             kernels::sddmm_edge_order::<O, I>(args, graph.edge_list()).map_err(Error::from)
                         })
                     }
-                    Some(_) => with_tuning(csr_tuning, || csr_pass(&mut call)),
+                    Some(SddmmNominee::Blocked(plan)) => {
+                        drop_records();
+                        let layout = blocked_layout(graph, plan.block_sources)?;
+                        note_pass(Some((&layout, plan.tile_bytes)));
+                        let args = sddmm_args(csr, order, call.reborrow());
+                        kernels::sddmm::<O, I>(args, Some(&layout)).map_err(Error::from)
+                    }
+                    Some(SddmmNominee::Streamed | SddmmNominee::Staged) => {
+                        with_tuning(csr_tuning, || csr_pass(&mut call))
+                    }
                 }
-            })
-            .map(drop);
+            })?;
+            if let (Some(kept), Some(plan)) = (decided, plan)
+                && kept != Some(SddmmNominee::Blocked(plan))
+            {
+                trials::release_layout(graph, plan.block_sources);
+            }
+            return Ok(());
         }
         // The in-CSR layouts are shared with g-SpMM (same block sizes).
         let plans = kernels::sddmm_blocking::<O, I>(&sddmm_args(csr, order, call.reborrow()), hot_fraction(graph));

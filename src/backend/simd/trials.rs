@@ -64,15 +64,19 @@
 //!
 //! g-SDDMM with one float per edge, a large output and edge ids scattered
 //! along the walk times the plain pass against one that stages its
-//! messages by edge-id window ([`SddmmNominee::Staged`]), again instead of
-//! a blocking trial: staging replaces random read-for-ownership writes by
-//! sequential record streams (docs/PERFORMANCE.md, "Staged narrow
-//! messages").
+//! messages by edge-id window ([`SddmmNominee::Staged`]): staging replaces
+//! random read-for-ownership writes by sequential record streams
+//! (docs/PERFORMANCE.md, "Staged narrow messages").
 //!
 //! Both of these g-SDDMM trials also time a walk over the edges in id
 //! order ([`SddmmNominee::EdgeOrder`]), which writes the output
 //! sequentially but gathers both operand rows: it won u_add_v on RMAT and
 //! lost on uniform graphs (docs/PERFORMANCE.md, "g-SDDMM in edge order").
+//! Where the traffic model nominates blocking for a one-float message, its
+//! first block plan takes the edge walk's place ([`SddmmNominee::Blocked`]):
+//! blocking, which keeps the gathered rows cached, won uniform u_dot_v at
+//! d = 128 on an Intel Xeon VM whose L3 sizes the blocks, and the edge
+//! walk has not won a one-float message yet.
 //!
 //! g-SpMM with a large one-float edge operand read by
 //! scattered edge ids likewise times the plain pass against one that first
@@ -209,8 +213,50 @@ pub enum SddmmNominee {
     /// Beside either: the walk over the COO in edge-id order
     /// (`gnnkern_simd::kernels::sddmm_edge_order`), streamed where the
     /// messages may stream. Its messages come from the CSR walks' code, so
-    /// the results are bitwise identical.
+    /// the results are bitwise identical. Beside staging only where the
+    /// traffic model nominates no block plan (below).
     EdgeOrder,
+    /// Beside staging, where the traffic model nominates blocking: the
+    /// blocked pass with its first block plan, which writes `out[eid]`
+    /// directly as the plain pass does (bitwise identical, as every
+    /// blocked pass). It takes the edge walk's place in the trial: in the
+    /// five full runs since the edge walk was a candidate (2026-11-27/28,
+    /// Intel Xeon VMs) it was kept for vector messages only, never for a
+    /// one-float one, while blocking took uniform u_dot_v d = 128 from
+    /// 641-648 to 563-565 ms on the model-167 VM
+    /// (`perf-reports/ablation/2026-11-28_xeon-m167_sddmm-blocked-staging-trial.tsv`).
+    Blocked(BlockPlan),
+}
+
+/// Nominees that may run on a cached blocked layout: [`release_layout`]
+/// keeps a layout that a decided trial of any of them runs on.
+pub trait LayoutNominee: Copy + Send + 'static {
+    /// The block size of the layout this nominee runs on (`None`: none).
+    fn block_sources(&self) -> Option<usize>;
+}
+
+impl LayoutNominee for BlockPlan {
+    fn block_sources(&self) -> Option<usize> {
+        Some(self.block_sources)
+    }
+}
+
+impl LayoutNominee for SddmmNominee {
+    fn block_sources(&self) -> Option<usize> {
+        match self {
+            Self::Blocked(plan) => Some(plan.block_sources),
+            Self::Streamed | Self::Staged | Self::EdgeOrder => None,
+        }
+    }
+}
+
+impl LayoutNominee for SpmmNominee {
+    fn block_sources(&self) -> Option<usize> {
+        match self {
+            Self::Blocked(plan) => Some(plan.block_sources),
+            Self::Staged => None,
+        }
+    }
 }
 
 /// g-SpMM's nominees for one-float edge operands (scalar edge weights)
@@ -352,19 +398,22 @@ fn preferred(best: &[Duration]) -> Option<usize> {
 }
 
 /// Drops the cached layout with `block_sources` unless a decided signature
-/// runs on it (a blocking trial's or a staging trial's; g-SpMM and g-SDDMM
-/// share the in-CSR's layouts).
+/// runs on it (a blocking trial's or a staging trial's, of g-SpMM or
+/// g-SDDMM: both share the in-CSR's layouts).
 pub fn release_layout<I: Index>(graph: &Graph<I>, block_sources: usize) {
-    let kept = |t: &Trial<BlockPlan>| matches!(t, Trial::Decided(Some(p)) if p.block_sources == block_sources);
-    let in_use = graph.cached_if_built::<Trials<BlockPlan>>().is_some_and(|t| super::lock(&t.0).values().any(kept))
-        || graph.cached_if_built::<Trials<SpmmNominee>>().is_some_and(|t| {
-            super::lock(&t.0)
-                .values()
-                .any(|t| matches!(t, Trial::Decided(Some(SpmmNominee::Blocked(p))) if p.block_sources == block_sources))
-        });
+    let in_use = layout_kept::<I, BlockPlan>(graph, block_sources)
+        || layout_kept::<I, SpmmNominee>(graph, block_sources)
+        || layout_kept::<I, SddmmNominee>(graph, block_sources);
     if let (false, Some(cache)) = (in_use, graph.cached_if_built::<BlockCache<I>>()) {
         super::lock(&cache.layouts).retain(|l| l.block_sources() != block_sources);
     }
+}
+
+/// Whether a decided trial of nominees `P` on `graph` runs on the layout
+/// with `block_sources`.
+fn layout_kept<I: Index, P: LayoutNominee>(graph: &Graph<I>, block_sources: usize) -> bool {
+    let runs_on = |t: &Trial<P>| matches!(t, Trial::Decided(Some(p)) if p.block_sources() == Some(block_sources));
+    graph.cached_if_built::<Trials<P>>().is_some_and(|t| super::lock(&t.0).values().any(runs_on))
 }
 
 /// Whether some signature on `graph` runs a nominee of type `P` for which
@@ -458,6 +507,33 @@ mod tests {
             let winner = kept.first().map_or(0, |&b| if b == 2 { 1 } else { 2 });
             assert_eq!(ran[CALLS_TO_DECIDE..], [winner, winner], "{ms:?}: later calls run the kept pass");
         }
+    }
+
+    /// g-SpMM and g-SDDMM share the in-CSR's layouts: a layout stays
+    /// cached while a decided trial of any nominee type runs on it.
+    #[test]
+    fn a_layout_is_released_once_no_decided_trial_runs_on_it() {
+        fn check<P: LayoutNominee + std::fmt::Debug>(nominee: P) {
+            let g = Graph::<i32>::from_coo(4, 4, vec![0, 1, 2, 3, 0], vec![1, 2, 3, 0, 2]).unwrap();
+            let block_sources = nominee.block_sources().expect("a nominee that runs on a layout");
+            super::super::blocked_layout(&g, block_sources).unwrap();
+            let trials = g.cached(|| Ok(Trials::<P>::default())).unwrap();
+            let set = |t| {
+                super::super::lock(&trials.0).insert(sig(1), t);
+            };
+            set(Trial::Decided(Some(nominee)));
+            release_layout(&g, block_sources);
+            assert!(super::super::cache_bytes(&g) > 0, "{nominee:?}: a decided signature runs on the layout");
+            set(Trial::Decided(None));
+            release_layout(&g, block_sources);
+            assert_eq!(super::super::cache_bytes(&g), 0, "{nominee:?}: no signature runs on the layout");
+        }
+        let plan = BlockPlan { block_sources: 2, tile_bytes: 0 };
+        check(plan);
+        check(SpmmNominee::Blocked(plan));
+        check(SddmmNominee::Blocked(plan));
+        assert_eq!(SddmmNominee::Staged.block_sources(), None);
+        assert_eq!(SpmmNominee::Staged.block_sources(), None);
     }
 
     #[test]
