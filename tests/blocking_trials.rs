@@ -28,6 +28,9 @@ const BUDGET: usize = 256 << 10;
 
 use gnnkern::backend::simd::trials::schedule;
 
+/// Whether a pass is the nominee a trial's candidate stands for.
+type IsNominee<'a> = &'a dyn Fn(&PassKind) -> bool;
+
 #[test]
 fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     // SAFETY: the only test of this binary sets the variable before any
@@ -90,21 +93,17 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     // blocking, whose first plan takes the edge walk's place.
     let staged = |p: &PassKind| *p == PassKind::Staged;
     let mut records = 0;
-    for (rows, width) in [(&x2, 2), (&x, d)] {
+    let cases: [(&Tensor, usize, [IsNominee; 2]); 2] = [(&x2, 2, [&staged, &edge_order]), (&x, d, [&blocked, &staged])];
+    for (rows, width, nominees) in cases {
         let u_dot_v = || {
             let mut out = Tensor::zeros(&[e, 1]).unwrap();
             let io = SddmmIo { lhs: Some(rows.view()), rhs: Some(rows.view()), out: out.view_mut() };
             simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
             (out.into_vec(), last_pass().expect("the SIMD backend ran"))
         };
-        let third: &dyn Fn(&PassKind) -> bool = if width == d { &blocked } else { &edge_order };
         let name = format!("u_dot_v d = {width}");
         let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_dot_v()).collect();
-        let passes = if width == d {
-            assert_trials(&name, &calls, PassKind::Plain, &[third, &staged])
-        } else {
-            assert_trials(&name, &calls, PassKind::Plain, &[&staged, third])
-        };
+        let passes = assert_trials(&name, &calls, PassKind::Plain, &nominees);
         // The graph keeps the records (an edge id and a message per edge)
         // only while the last call staged (the signatures share one buffer;
         // any other pass frees it); the layout only while a signature runs
@@ -235,12 +234,7 @@ fn assert_trial(
 /// `nominees[i]`) as `trials::schedule` says, later calls keep one
 /// decision, and every output is bitwise the same as call 1's. Returns the
 /// passes.
-fn assert_trials(
-    name: &str,
-    calls: &[(Vec<f32>, PassKind)],
-    plain: PassKind,
-    nominees: &[&dyn Fn(&PassKind) -> bool],
-) -> Vec<PassKind> {
+fn assert_trials(name: &str, calls: &[(Vec<f32>, PassKind)], plain: PassKind, nominees: &[IsNominee]) -> Vec<PassKind> {
     let k = 1 + nominees.len();
     let trial_calls = 3 * k;
     assert_eq!(calls.len(), trial_calls + 3, "{name}: the test makes three calls after the trial");
