@@ -482,7 +482,7 @@ fn unquote(l: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Decodes Python's `raw-unicode-escape`: bytes are Latin-1 code points,
-/// except `\uXXXX` and `\UXXXXXXXX`.
+/// except the escapes `\u` + 4 hex digits and `\U` + 8 hex digits.
 fn raw_unicode_unescape(l: &[u8]) -> Option<String> {
     let mut out = String::with_capacity(l.len());
     let mut i = 0;

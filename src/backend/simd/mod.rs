@@ -334,11 +334,10 @@ impl Backend for Simd {
         // One-float messages (single-head dots) scattered over a large
         // output: a random read for ownership per edge, which staging
         // turns into record streams, so the trial is plain against staged,
-        // and against
-        // the model's first block plan where it nominates one (staging and
-        // blocking are exclusive). Both trials also time the walk in
-        // edge-id order, which writes the output sequentially, unless the
-        // block plan took its place (`trials::SddmmNominee::Blocked`).
+        // and against the model's first block plan where it nominates one
+        // (staging and blocking are exclusive). Both trials also time the
+        // walk in edge-id order, which writes the output sequentially,
+        // unless the block plan took its place (`trials::SddmmNominee::Blocked`).
         let free = !matches!(tuning.blocking, Blocking::Sources(_));
         let stream = free
             && tuning.streaming == Streaming::Auto
