@@ -7,10 +7,11 @@
 //! the max/min backward's pulled and scattered source gradient. g-SDDMM's
 //! trials have three candidates and nine calls (`trials::schedule`): the
 //! plain CSR walk, the streamed one (vector messages) or the staged one
-//! (one-float messages), and the walk in edge-id order, whose place the
-//! blocked pass takes where blocking is nominated for one-float messages
-//! (plain, blocked, staged); so does g-SpMM's with a scalar edge weight
-//! where blocking is nominated too (plain, blocked, staged).
+//! (one-float messages), and the walk in edge-id order (regrouped by
+//! destination range where the destination rows exceed the budget), whose
+//! place the blocked pass takes where blocking is nominated for one-float
+//! messages (plain, blocked, staged); so does g-SpMM's with a scalar edge
+//! weight where blocking is nominated too (plain, blocked, staged).
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -81,9 +82,17 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
         simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Add, Target::Src, Target::Dst), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
+    // Its destination rows (2.5 MB) exceed the budget too, so the edge
+    // walk runs over the edges regrouped into ranges of budget / row
+    // destinations, cached for the trial and kept only with the walk.
     let (streamed, edge_order) = (|p: &PassKind| *p == PassKind::Streamed, |p: &PassKind| *p == PassKind::EdgeOrder);
+    let edge_parts = |p: &PassKind| *p == PassKind::EdgeParts { num_parts: n.div_ceil(BUDGET / (4 * d)) };
+    let before = cache_bytes(&g);
     let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_add_v()).collect();
-    assert_trials("u_add_v", &calls, PassKind::Plain, &[&streamed, &edge_order]);
+    let passes = assert_trials("u_add_v", &calls, PassKind::Plain, &[&streamed, &edge_parts]);
+    let held = if edge_parts(&passes[11]) { 3 * e * 4 } else { 0 };
+    assert_eq!(cache_bytes(&g) - before, held, "u_add_v: regrouped edges cached iff kept ({passes:?})");
+    any_kept |= held > 0;
 
     // g-SDDMM with one float per edge: an [E, 1] output (1.3 MB) above the
     // budget, edge ids scattered along the walk (random COO order): staged

@@ -7,6 +7,7 @@ mod arg_pull;
 mod arg_scatter;
 mod blocked;
 mod common;
+mod edge_partition;
 mod sddmm;
 mod slot_order;
 mod softmax;
@@ -17,9 +18,10 @@ pub use arg_pull::arg_pull;
 pub use arg_scatter::{arg_scatter, arg_scatter_may_help};
 pub use blocked::BlockedCsr;
 pub use common::SharedMut;
+pub use edge_partition::EdgePartition;
 pub use sddmm::{
-    SddmmArgs, SddmmOrder, edge_ids_scattered, sddmm, sddmm_blocking, sddmm_edge_order, sddmm_may_stage,
-    sddmm_may_stream, sddmm_order, sddmm_staging_into,
+    SddmmArgs, SddmmOrder, edge_ids_scattered, sddmm, sddmm_blocking, sddmm_edge_order, sddmm_edge_parts,
+    sddmm_may_stage, sddmm_may_stream, sddmm_order, sddmm_staging_into,
 };
 pub use slot_order::EdgeStaging;
 pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};

@@ -10,6 +10,10 @@
 //!   traffic model picked, built on first use (DGL rebuilds its blocks on
 //!   every call) and shared by g-SpMM and g-SDDMM; its memory is reported
 //!   by [`cache_bytes`];
+//! - the edges regrouped by destination range ([`EdgePartition`]) for
+//!   g-SDDMM's edge walk when the destination rows exceed the cache, built
+//!   for its trial and dropped when no trial keeps the edge walk; reported
+//!   by [`cache_bytes`] too;
 //! - the timed trials that confirm each blocking choice, edge softmax's
 //!   scheme, whether g-SDDMM streams its vector messages or stages its
 //!   one-float ones or walks its edges in id order, and whether g-SpMM
@@ -35,7 +39,7 @@ use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, Sddm
 use crate::graph::Graph;
 use crate::op::Target;
 use crate::{Error, Index, Result};
-use gnnkern_simd::kernels::{self, BlockedCsr, SddmmArgs, SddmmOrder, SpmmArgs};
+use gnnkern_simd::kernels::{self, BlockedCsr, EdgePartition, SddmmArgs, SddmmOrder, SpmmArgs};
 use gnnkern_simd::layout::{CsrView, EdgeDst};
 use gnnkern_simd::op::{BinaryOp, Reducer};
 use gnnkern_simd::tuning::{Blocking, SourceProfile, Staging, Streaming, Tuning, active_tuning, with_tuning};
@@ -58,6 +62,17 @@ struct BlockCache<I: Index> {
 impl<I: Index> Default for BlockCache<I> {
     fn default() -> Self {
         Self { layouts: Mutex::new(Vec::new()) }
+    }
+}
+
+/// g-SDDMM's regrouped edge lists of one graph orientation, one per part size used.
+struct PartitionCache<I: Index> {
+    parts: Mutex<Vec<Arc<EdgePartition<I>>>>,
+}
+
+impl<I: Index> Default for PartitionCache<I> {
+    fn default() -> Self {
+        Self { parts: Mutex::new(Vec::new()) }
     }
 }
 
@@ -84,6 +99,10 @@ pub enum PassKind {
     /// g-SDDMM: one pass over the edges in id order (the COO), its output
     /// written sequentially (see [`trials::SddmmNominee::EdgeOrder`]).
     EdgeOrder,
+    /// g-SDDMM: the edge walk over `num_parts` destination ranges, each in
+    /// edge-id order ([`EdgePartition`]): the walk [`trials::SddmmNominee::EdgeOrder`]
+    /// runs when the destination rows exceed the cache.
+    EdgeParts { num_parts: usize },
     /// Max/min backward, source gradient of a copy-like message: pulled
     /// over the out-CSR (`gnnkern_simd::kernels::arg_pull`).
     Pulled,
@@ -153,10 +172,14 @@ fn hot_fraction<I: Index>(graph: &Graph<I>) -> impl Fn(usize) -> f64 + '_ {
             .map_or(0.0, |p| p.0.hot_fraction(k))
     }
 }
-/// Heap bytes of the blocked layouts this backend has cached for `graph`
-/// (its orientation), 0 if none was built.
+/// Heap bytes of the layouts this backend has cached for `graph` (its
+/// orientation): blocked CSRs and regrouped edge lists; 0 if none was built.
 pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
-    graph.cached_if_built::<BlockCache<I>>().map_or(0, |c| lock(&c.layouts).iter().map(|l| l.bytes()).sum())
+    let blocked =
+        graph.cached_if_built::<BlockCache<I>>().map_or(0, |c| lock(&c.layouts).iter().map(|l| l.bytes()).sum());
+    let parts =
+        graph.cached_if_built::<PartitionCache<I>>().map_or(0, |c| lock(&c.parts).iter().map(|p| p.bytes()).sum());
+    blocked + parts
 }
 
 /// Heap bytes of the staging this backend keeps for `graph`: the staged
@@ -190,6 +213,19 @@ fn blocked_layout<I: Index>(graph: &Graph<I>, block_sources: usize) -> Result<Ar
     );
     layouts.push(Arc::clone(&layout));
     Ok(layout)
+}
+
+/// The cached edge list of `graph` regrouped by `rows_per_part` destinations.
+fn edge_partition<I: Index>(graph: &Graph<I>, rows_per_part: usize) -> Result<Arc<EdgePartition<I>>> {
+    let cache = graph.cached(|| Ok(PartitionCache::<I>::default()))?;
+    let mut parts = lock(&cache.parts);
+    if let Some(p) = parts.iter().find(|p| p.rows_per_part() == rows_per_part) {
+        return Ok(Arc::clone(p));
+    }
+    let p = Arc::new(EdgePartition::build(&graph.edge_list(), rows_per_part));
+    log::debug!("built edge partition: {} parts of {rows_per_part} destinations, {} bytes", p.num_parts(), p.bytes());
+    parts.push(Arc::clone(&p));
+    Ok(p)
 }
 
 /// Marks edge softmax's forward and backward in trial signatures.
@@ -395,8 +431,8 @@ impl Backend for Simd {
                     None => Some(PassKind::Plain),
                     Some(SddmmNominee::Streamed) => Some(PassKind::Streamed),
                     Some(SddmmNominee::Staged) => Some(PassKind::Staged),
-                    Some(SddmmNominee::EdgeOrder) => Some(PassKind::EdgeOrder),
-                    Some(SddmmNominee::Blocked(_)) => None, // `note_pass` names the layout's blocks
+                    // The walk names its partition, if any.
+                    Some(SddmmNominee::EdgeOrder | SddmmNominee::Blocked(_)) => None,
                 };
                 if kind.is_some() {
                     LAST_PASS.with(|c| c.set(kind));
@@ -405,11 +441,24 @@ impl Backend for Simd {
                     None => csr_pass(&mut call),
                     Some(SddmmNominee::EdgeOrder) => {
                         drop_records();
+                        // Destination rows beyond the cache: regrouped by
+                        // destination range (`kernels::sddmm_edge_parts`).
+                        let parts = kernels::sddmm_edge_parts::<O, I>(&sddmm_args(csr, order, call.reborrow()))
+                            .map(|rows| edge_partition(graph, rows))
+                            .transpose()?;
+                        LAST_PASS.with(|c| {
+                            c.set(Some(
+                                parts
+                                    .as_ref()
+                                    .map_or(PassKind::EdgeOrder, |p| PassKind::EdgeParts { num_parts: p.num_parts() }),
+                            ))
+                        });
+                        let list = parts.as_ref().map_or_else(|| graph.edge_list(), |p| p.list());
                         // The walk streams where the messages may stream.
                         let walk = Tuning { streaming: if stream { Streaming::On } else { Streaming::Off }, ..tuning };
                         with_tuning(walk, || {
                             let args = sddmm_args(csr, order, call.reborrow());
-                            kernels::sddmm_edge_order::<O, I>(args, graph.edge_list()).map_err(Error::from)
+                            kernels::sddmm_edge_order::<O, I>(args, list).map_err(Error::from)
                         })
                     }
                     Some(SddmmNominee::Blocked(plan)) => {
@@ -428,6 +477,15 @@ impl Backend for Simd {
                 && kept != Some(SddmmNominee::Blocked(plan))
             {
                 trials::release_layout(graph, plan.block_sources);
+            }
+            // Regrouped edges serve only the edge walk: dropped once no
+            // signature on this graph runs it or is still timing it.
+            let edge_walk = |p: &SddmmNominee| *p == SddmmNominee::EdgeOrder;
+            if decided.is_some()
+                && !trials::nominee_in_use::<I, SddmmNominee>(graph, edge_walk)
+                && let Some(cache) = graph.cached_if_built::<PartitionCache<I>>()
+            {
+                lock(&cache.parts).clear();
             }
             return Ok(());
         }

@@ -212,9 +212,12 @@ pub enum SddmmNominee {
     Staged,
     /// Beside either: the walk over the COO in edge-id order
     /// (`gnnkern_simd::kernels::sddmm_edge_order`), streamed where the
-    /// messages may stream. Its messages come from the CSR walks' code, so
-    /// the results are bitwise identical. Beside staging only where the
-    /// traffic model nominates no block plan (below).
+    /// messages may stream; where the destination rows exceed the cache,
+    /// over the edges regrouped by destination range, each range in id
+    /// order (`gnnkern_simd::kernels::sddmm_edge_parts`). Its messages
+    /// come from the CSR walks' code, so the results are bitwise
+    /// identical. Beside staging only where the traffic model nominates
+    /// no block plan (below).
     EdgeOrder,
     /// Beside staging, where the traffic model nominates blocking: the
     /// blocked pass with its first block plan, which writes `out[eid]`
