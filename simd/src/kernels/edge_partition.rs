@@ -12,7 +12,7 @@
 //! 167 (u_add_v, d = 32, 2^20 nodes / 2^24 edges, a 1-2 MiB slice of
 //! destination rows) that took 197-209 ms against 317-334 ms in id order
 //! and 272-280 ms grouped by single destination (uniform), and 143-149 ms
-//! against 169-188 ms (RMAT); `docs/PERFORMANCE.md`, "g-SDDMM in edge order".
+//! against 169-188 ms (RMAT); `docs/PERFORMANCE.md`, "Destination ranges".
 
 use super::common::{SharedMut, num_parts};
 use crate::Index;

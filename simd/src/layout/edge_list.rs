@@ -1,11 +1,11 @@
 //! A borrowed, already-validated list of edges (the COO, or the COO
-//! regrouped by [`crate::layout::EdgePartition`]).
+//! regrouped by [`crate::kernels::EdgePartition`]).
 
 use crate::Index;
 
 /// The source and destination node of every edge, in walk order: by edge
 /// id (the `src` and `dst` arrays of a validated graph's COO), or in the
-/// order of an [`crate::layout::EdgePartition`], which also gives the edge
+/// order of an [`crate::kernels::EdgePartition`], which also gives the edge
 /// id at each position.
 ///
 /// Only [`EdgeList::new_unchecked`] and `EdgePartition::list` create one,
