@@ -532,8 +532,21 @@ fn sddmm_walks_either_csr_with_the_same_result() {
     assert_exact("in-CSR vs out-CSR walk", &run(SddmmOrder::InCsr), &run(SddmmOrder::OutCsr));
 }
 
+/// The in-CSR's rows of `g` with their edges in ascending id: (indices, edge ids).
+fn rows_by_edge_id<I: Index>(g: &Graph<I>) -> (Vec<I>, Vec<I>) {
+    let csr = g.in_csr();
+    let (mut indices, mut eids) = (Vec::new(), Vec::new());
+    for r in 0..csr.num_rows() {
+        let mut pairs: Vec<(I, I)> = csr.row_range(r).map(|k| (csr.eids()[k], csr.indices()[k])).collect();
+        pairs.sort_unstable();
+        eids.extend(pairs.iter().map(|p| p.0));
+        indices.extend(pairs.iter().map(|p| p.1));
+    }
+    (indices, eids)
+}
+
 fn softmax_suite<I: Index>(seed: u64) {
-    use gnnkern_simd::kernels::{edge_softmax, edge_softmax_backward};
+    use gnnkern_simd::kernels::{RangeChunks, edge_softmax, edge_softmax_backward, edge_softmax_ranges};
     let mut rng = Rng::new(seed);
     for (name, g) in graphs::<I>(seed) {
         for &d in if cfg!(miri) { &[1, 17][..] } else { &[1, 4, 8, 16, 17, 33] } {
@@ -585,6 +598,35 @@ fn softmax_suite<I: Index>(seed: u64) {
                 });
                 assert_exact(&format!("{what} two-phase vs row order"), &schemes[1].0, &schemes[0].0);
                 assert_exact(&format!("{what} two-phase vs row order backward"), &schemes[1].1, &schemes[0].1);
+                // Destination ranges visit each destination's edges in
+                // ascending id: bitwise row order over rows in that order, at
+                // shapes from one destination and one edge per chunk (many
+                // segments) to one range and one chunk.
+                let (indices, eids) = rows_by_edge_id(&g);
+                let csr = g.in_csr();
+                // SAFETY: `rows_by_edge_id` permuted (column, edge id) pairs
+                // within the rows of the validated in-CSR.
+                let by_id = unsafe {
+                    gnnkern_simd::layout::CsrView::new_unchecked(csr.indptr(), &indices, &eids, csr.num_cols())
+                };
+                let row_order = on_level(level, || {
+                    let mut out = vec![0f32; g.num_edges() * d];
+                    edge_softmax(by_id, None, logits.data(), d, &mut out).unwrap();
+                    out
+                });
+                let shapes: &[(usize, usize)] =
+                    if cfg!(miri) { &[(2, 3)] } else { &[(1, 1), (2, 3), (4, 64), (64, 1 << 16)] };
+                for &(rows, chunk) in shapes {
+                    let walk = RangeChunks::build(g.edge_dst(), rows, chunk);
+                    let got = on_level(level, || {
+                        let mut out = vec![f32::NAN; g.num_edges() * d];
+                        edge_softmax_ranges(&walk, logits.data(), d, &mut out).unwrap();
+                        out
+                    });
+                    let scheme = format!("{what} ranges of {rows} destinations, chunks of {chunk} edges");
+                    assert_close(&scheme, &got, want.data(), tol);
+                    assert_exact(&format!("{scheme} vs row order by edge id"), &got, &row_order);
+                }
             }
         }
     }

@@ -184,6 +184,7 @@ fn pass_name(pass: PassKind) -> String {
         PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
         PassKind::RowOrder => "row-order".to_string(),
         PassKind::TwoPhase => "two-phase".to_string(),
+        PassKind::Ranges { num_ranges } => format!("ranges:{num_ranges}"),
         PassKind::Pulled => "pulled".to_string(),
         PassKind::Scattered => "scattered".to_string(),
     }

@@ -27,8 +27,9 @@
 use gnnkern_simd::buffer::aligned_filled;
 use gnnkern_simd::isa::{IsaLevel, with_level};
 use gnnkern_simd::kernels::{
-    BlockedCsr, EdgeStaging, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, arg_pull, arg_scatter, edge_softmax,
-    prefers_edge_order, sddmm, sddmm_staging_into, spmm, spmm_staging_into,
+    BlockedCsr, EdgeStaging, RangeChunks, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, arg_pull, arg_scatter,
+    edge_softmax, edge_softmax_ranges, prefers_edge_order, sddmm, sddmm_staging_into, softmax_ranges_shape, spmm,
+    spmm_staging_into,
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
@@ -346,6 +347,16 @@ impl Bench<'_> {
             let chosen = if prefers == dst.is_some() { ", the model's nominee" } else { "" };
             self.report("edge_softmax", heads, &format!("{variant}{chosen}"), ms, bytes, sum);
         }
+        // Destination ranges: the walk order is built once per graph (the
+        // backend caches it), so it is not timed.
+        let (rows, chunk) = softmax_ranges_shape(heads);
+        let walk = RangeChunks::build(dst, rows, chunk);
+        let ms = median_ms(self.reps, || {
+            edge_softmax_ranges(&walk, &logits[..e * heads], heads, &mut out).unwrap();
+        });
+        let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+        let variant = format!("ranges {}x{rows}, chunks of {chunk}", walk.num_ranges());
+        self.report("edge_softmax", heads, &variant, ms, 8.0 * (e * heads) as f64 + 8.0 * e as f64, sum);
     }
 }
 

@@ -11,6 +11,7 @@ mod edge_partition;
 mod sddmm;
 mod slot_order;
 mod softmax;
+mod softmax_ranges;
 mod spmm;
 mod staged;
 
@@ -25,5 +26,6 @@ pub use sddmm::{
 };
 pub use slot_order::EdgeStaging;
 pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};
+pub use softmax_ranges::{MAX_CHUNK_EDGES, RangeChunks, edge_softmax_ranges, softmax_ranges_shape};
 pub use spmm::{SpmmArgs, spmm, spmm_blocking, spmm_may_stage, spmm_staging_into};
 pub use staged::StagingBuffer;

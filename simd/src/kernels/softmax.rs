@@ -1,8 +1,9 @@
 //! Fused edge softmax over each destination's in-edges, and its backward.
 //!
-//! Two schemes; the caller picks one per call (the backend asks
+//! Two schemes here; the caller picks one per call (the backend asks
 //! [`prefers_edge_order`]) by passing the edge destinations for the
-//! two-phase scheme:
+//! two-phase scheme. A third, forward only, walks destination ranges and
+//! moves the logits by chunk (`softmax_ranges.rs`):
 //!
 //! ```text
 //! row order (three passes per destination row v, per feature vector):
@@ -147,7 +148,7 @@ fn edge_order<'a, I: Index>(
 /// # Safety
 /// `ptr` readable for `len <= LANES` floats.
 #[inline(always)]
-unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 {
+pub(super) unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 {
     // SAFETY: forwarded from the caller.
     unsafe { if len == S::LANES { s.load(ptr) } else { s.load_partial(ptr, len) } }
 }
@@ -155,7 +156,7 @@ unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 {
 /// # Safety
 /// `ptr` writable for `len <= LANES` floats.
 #[inline(always)]
-unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
+pub(super) unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
     // SAFETY: forwarded from the caller.
     unsafe { if len == S::LANES { s.store(ptr, v) } else { s.store_partial(ptr, v, len) } }
 }

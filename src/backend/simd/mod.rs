@@ -14,6 +14,10 @@
 //!   g-SDDMM's edge walk when the destination rows exceed the cache, built
 //!   for its trial and dropped when no trial keeps the edge walk; reported
 //!   by [`cache_bytes`] too;
+//! - for edge softmax on graphs larger than the cache, the in-CSR's rows
+//!   with their edges in ascending id (where they are not already) and the
+//!   range scheme's walk order ([`kernels::RangeChunks`], dropped when no
+//!   trial keeps it); both reported by [`cache_bytes`];
 //! - the timed trials that confirm each blocking choice, edge softmax's
 //!   scheme, whether g-SDDMM streams its vector messages or stages its
 //!   one-float ones or walks its edges in id order, and whether g-SpMM
@@ -37,10 +41,9 @@
 
 use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, SddmmCall, SpmmCall};
 use crate::graph::Graph;
-use crate::op::Target;
 use crate::{Error, Index, Result};
 use gnnkern_simd::kernels::{self, BlockedCsr, EdgePartition, SddmmArgs, SddmmOrder, SpmmArgs};
-use gnnkern_simd::layout::{CsrView, EdgeDst};
+use gnnkern_simd::layout::CsrView;
 use gnnkern_simd::op::{BinaryOp, Reducer};
 use gnnkern_simd::tuning::{Blocking, SourceProfile, Staging, Streaming, Tuning, active_tuning, with_tuning};
 use std::any::TypeId;
@@ -48,6 +51,7 @@ use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 use trials::Signature;
 
+mod softmax;
 pub mod trials;
 
 /// The SIMD backend (AVX-512 / AVX2 / portable, chosen per call).
@@ -96,6 +100,9 @@ pub enum PassKind {
     /// Edge softmax (or its backward) in two phases: rows into a node
     /// table, then edges in id order.
     TwoPhase,
+    /// Edge softmax over `num_ranges` destination ranges, the logits moved
+    /// by chunk of edge ids (see [`trials::SoftmaxNominee::Ranges`]).
+    Ranges { num_ranges: usize },
     /// g-SDDMM: one pass over the edges in id order (the COO), its output
     /// written sequentially (see [`trials::SddmmNominee::EdgeOrder`]).
     EdgeOrder,
@@ -173,13 +180,18 @@ fn hot_fraction<I: Index>(graph: &Graph<I>) -> impl Fn(usize) -> f64 + '_ {
     }
 }
 /// Heap bytes of the layouts this backend has cached for `graph` (its
-/// orientation): blocked CSRs and regrouped edge lists; 0 if none was built.
+/// orientation): blocked CSRs, regrouped edge lists, and edge softmax's
+/// edge-ordered rows and range walk; 0 if none was built.
 pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
     let blocked =
         graph.cached_if_built::<BlockCache<I>>().map_or(0, |c| lock(&c.layouts).iter().map(|l| l.bytes()).sum());
     let parts =
         graph.cached_if_built::<PartitionCache<I>>().map_or(0, |c| lock(&c.parts).iter().map(|p| p.bytes()).sum());
-    blocked + parts
+    let rows = graph.cached_if_built::<softmax::EdgeOrderedRows<I>>().map_or(0, |r| r.bytes());
+    let ranges = graph
+        .cached_if_built::<softmax::RangeCache<I>>()
+        .map_or(0, |c| lock(&c.0).as_ref().map_or(0, |(_, w)| w.bytes()));
+    blocked + parts + rows + ranges
 }
 
 /// Heap bytes of the staging this backend keeps for `graph`: the staged
@@ -226,35 +238,6 @@ fn edge_partition<I: Index>(graph: &Graph<I>, rows_per_part: usize) -> Result<Ar
     log::debug!("built edge partition: {} parts of {rows_per_part} destinations, {} bytes", p.num_parts(), p.bytes());
     parts.push(Arc::clone(&p));
     Ok(p)
-}
-
-/// Marks edge softmax's forward and backward in trial signatures.
-struct SoftmaxForward;
-struct SoftmaxBackward;
-
-/// Runs `pass` with the edge destinations (the two-phase scheme) or without
-/// them (row order), as the model nominates and the timed trials confirm;
-/// the COO is built only when the two-phase scheme runs.
-fn softmax_scheme<'g, I: Index, K: 'static>(
-    graph: &'g Graph<I>,
-    (d, table_floats): (usize, usize),
-    pass: &mut dyn FnMut(Option<EdgeDst<'g, I>>) -> Result<()>,
-) -> Result<()> {
-    let sig = Signature {
-        kernel: TypeId::of::<K>(),
-        lhs: Target::Edge,
-        rhs: Target::Edge,
-        lhs_len: d,
-        rhs_len: d,
-        out_len: d,
-        args: false,
-    };
-    let nominated = kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, table_floats);
-    trials::run_scheme::<I, trials::TwoPhase>(graph, sig, nominated, &mut |two_phase| {
-        LAST_PASS.with(|c| c.set(Some(if two_phase { PassKind::TwoPhase } else { PassKind::RowOrder })));
-        pass(two_phase.then(|| graph.edge_dst()))
-    })
-    .map(drop)
 }
 
 fn spmm_args<'a, I: Index>(csr: CsrView<'a, I>, c: SpmmCall<'a, I>) -> SpmmArgs<'a, I> {
@@ -499,16 +482,11 @@ impl Backend for Simd {
 
     fn edge_softmax<I: Index>(&self, call: EdgeSoftmaxCall<'_, I>) -> Result<()> {
         let EdgeSoftmaxCall { graph, logits, row_len, out } = call;
-        softmax_scheme::<I, SoftmaxForward>(graph, (row_len, 2 * row_len), &mut |dst| {
-            kernels::edge_softmax(graph.in_csr().view(), dst, logits, row_len, out).map_err(Error::from)
-        })
+        softmax::forward(graph, logits, row_len, out)
     }
 
     fn edge_softmax_backward<I: Index>(&self, call: EdgeSoftmaxBackwardCall<'_, I>) -> Result<()> {
         let EdgeSoftmaxBackwardCall { graph, out, grad_out, row_len, grad_logits } = call;
-        softmax_scheme::<I, SoftmaxBackward>(graph, (row_len, row_len), &mut |dst| {
-            kernels::edge_softmax_backward(graph.in_csr().view(), dst, out, grad_out, row_len, grad_logits)
-                .map_err(Error::from)
-        })
+        softmax::backward(graph, (out, grad_out), row_len, grad_logits)
     }
 }

@@ -48,13 +48,15 @@
 //! unless another signature uses it. Forced tunings (`with_tuning`) skip the
 //! trials.
 //!
-//! Edge softmax runs the same six calls with the row-order scheme as the
-//! plain pass and the two-phase scheme as the nominee, which its model
-//! (`prefers_edge_order`) nominates on graphs larger than the cache. That
+//! Edge softmax runs the same calls with the row-order scheme as the plain
+//! pass and two nominees, the two-phase scheme and destination ranges
+//! ([`SoftmaxNominee`]), which its model (`prefers_edge_order`) nominates
+//! on graphs larger than the cache (the backward: two phases only). That
 //! model flips between machines: two phases won by 5–16 % on the Zen 4 VM
 //! and lost by 30–100 % on the Zen 5 VM (uniform 2^20 / 2^24, 1 and 4
 //! heads; docs/PERFORMANCE.md). The schemes are bitwise identical too
-//! (tested), so the choice is free to follow the clock.
+//! (tested; the forward runs them over rows in ascending edge id), so the
+//! choice is free to follow the clock.
 //!
 //! g-SDDMM with vector messages larger than the cache runs them with plain
 //! stores against non-temporal ones ([`SddmmNominee::Streamed`]) instead
@@ -150,7 +152,7 @@ enum Trial<P> {
 }
 
 /// The trials of one graph orientation, for nominees of type `P` (a
-/// [`BlockPlan`] for g-SpMM/g-SDDMM, [`TwoPhase`] for edge softmax).
+/// [`BlockPlan`] for g-SpMM/g-SDDMM, [`SoftmaxNominee`] for edge softmax).
 pub struct Trials<P = BlockPlan>(Mutex<HashMap<Signature, Trial<P>>>);
 
 impl<P> Default for Trials<P> {
@@ -189,11 +191,22 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plans: &[BlockPlan], pass
     Ok(())
 }
 
-/// Edge softmax's nominee: the two-phase scheme (`gnnkern_simd::kernels`'
-/// softmax docs), nominated by `prefers_edge_order`. Both schemes give
-/// bitwise identical results, so timing may choose.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TwoPhase;
+/// Edge softmax's nominees beside row order, both nominated by
+/// `gnnkern_simd::kernels::prefers_edge_order` (the backward has only the
+/// first). Over rows whose edges are in ascending id, all three schemes
+/// give bitwise identical results, so timing may choose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftmaxNominee {
+    /// Two phases: rows into a node table, then edges in id order
+    /// (`gnnkern_simd::kernels::edge_softmax` with the edge destinations).
+    TwoPhase,
+    /// Destination ranges, the logits moved by chunk of edge ids
+    /// (`gnnkern_simd::kernels::edge_softmax_ranges`): no random line per
+    /// edge. On the Intel Xeon VM of family 6 model 167 (2^20 nodes / 2^24
+    /// edges, 4 heads, end to end) 194-211 ms against two phases' 230-261 ms
+    /// (docs/PERFORMANCE.md, "Edge softmax over destination ranges").
+    Ranges,
+}
 
 /// g-SDDMM's nominees when its output exceeds the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

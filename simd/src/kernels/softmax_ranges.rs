@@ -1,0 +1,383 @@
+//! Edge softmax over destination ranges, moving the logits by chunk.
+//!
+//! The row-order and two-phase schemes (`softmax.rs`) read every logits
+//! row at a random line: edge ids are scattered along the in-CSR. This
+//! scheme never does:
+//!
+//! ```text
+//! chunks of C consecutive edge ids (C·row bytes ≤ half the cache budget),
+//! ranges of R consecutive destinations (R·2·row bytes ≤ half the budget);
+//! walk order: chunk by chunk, within a chunk range by range, within a
+//! (chunk, range) segment ascending edge id.
+//!   gather:  out[walk i] = x[chunk start + local[i]]       (per chunk: x read once, in cache)
+//!   ranges:  per range, over its segments of every chunk:
+//!              m[v] = max(m[v], out[i]);  then  out[i] = exp(out[i] − m[v]), s[v] += out[i];
+//!              then out[i] = out[i] / s[v]                   (the range's [m | s] table in cache)
+//!   scatter: per chunk, copy its walk-ordered rows aside, out[start + local[i]] = copy[i]
+//! ```
+//!
+//! `out` itself holds the walk-ordered rows, so the only temporaries are a
+//! range's table and a chunk's copy per worker (both within the budget).
+//! Every access is sequential or inside a cached chunk or table, except the
+//! ranges' segments, which are `E / (chunks · ranges)` rows long (~256
+//! four-head rows, 4 KiB, on 2^24 edges).
+//!
+//! Each destination sees its edges in ascending edge id, so the result is
+//! bitwise the row-order scheme's over an in-CSR whose rows list their edge
+//! ids in ascending order (the max and the exp-sum per vector in that
+//! order, then `exp(x − m)` divided by the sum); the backend runs all three
+//! schemes on such rows so that timing may choose.
+//!
+//! Measured on the Intel Xeon VM of family 6 model 167 (2^20 nodes / 2^24
+//! edges, 4 heads, `kernel_bench`, the schemes back to back): 201-214 ms
+//! uniform and 211-213 ms RMAT, against 239-242 and 263-272 ms for two
+//! phases and 278-367 ms for row order
+//! (`perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges.tsv`;
+//! docs/PERFORMANCE.md, "Edge softmax over destination ranges").
+
+use super::common::{SharedMut, balanced_bounds, num_parts};
+use super::softmax::{load, store};
+use crate::Index;
+use crate::buffer::aligned_filled;
+use crate::error::{KernelError, check_len};
+use crate::isa::{Simd, Task};
+use crate::layout::EdgeDst;
+use crate::math::exp_nonpositive;
+use crate::tuning::cache_budget;
+use rayon::prelude::*;
+
+/// The most edges one chunk holds: chunk-local edge ids are `u16`.
+pub const MAX_CHUNK_EDGES: usize = 1 << 16;
+
+/// The walk order of one graph's edges for [`edge_softmax_ranges`]: see the
+/// module docs. Built once per graph and shape; it costs
+/// `E · (sizeof(I) + 2)` bytes plus 4 bytes per (chunk, range) pair.
+#[derive(Debug)]
+pub struct RangeChunks<I: Index> {
+    range_shift: u32,
+    num_ranges: usize,
+    chunk_edges: usize,
+    num_dst: usize,
+    /// Per chunk, `num_ranges + 1` chunk-relative starts of its segments.
+    starts: Vec<u32>,
+    /// Edges per range, as a prefix sum (`num_ranges + 1`).
+    range_edges: Vec<usize>,
+    /// Destination of each walk position.
+    dst: Vec<I>,
+    /// Edge id of each walk position, less its chunk's first id.
+    local: Vec<u16>,
+}
+
+/// The shape [`edge_softmax_ranges`] is built for with `row_len` floats per
+/// edge: `(rows per range, edges per chunk)`, each table slice and each
+/// chunk within half the cache budget; rows per range a power of two.
+pub fn softmax_ranges_shape(row_len: usize) -> (usize, usize) {
+    let half = cache_budget() / 2;
+    let row_bytes = 4 * row_len.max(1);
+    let rows = (half / (2 * row_bytes)).max(1);
+    let rows = if rows.is_power_of_two() { rows } else { rows.next_power_of_two() / 2 };
+    (rows, (half / row_bytes).clamp(1, MAX_CHUNK_EDGES))
+}
+
+impl<I: Index> RangeChunks<I> {
+    /// Orders the edges of `dst` by chunks of `chunk_edges` ids (clamped to
+    /// `1 ..= MAX_CHUNK_EDGES`) and ranges of `rows_per_range` destinations
+    /// (rounded up to a power of two).
+    pub fn build(dst: EdgeDst<'_, I>, rows_per_range: usize, chunk_edges: usize) -> Self {
+        let ids = dst.ids();
+        let (e, num_dst) = (ids.len(), dst.num_dst());
+        let rows = rows_per_range.max(1).next_power_of_two();
+        let shift = rows.trailing_zeros();
+        let ranges = num_dst.div_ceil(rows).max(1);
+        let chunk_edges = chunk_edges.clamp(1, MAX_CHUNK_EDGES);
+        let mut starts = vec![0u32; e.div_ceil(chunk_edges) * (ranges + 1)];
+        let (mut walk_dst, mut local) = (vec![I::default(); e], vec![0u16; e]);
+        starts
+            .par_chunks_mut(ranges + 1)
+            .zip(walk_dst.par_chunks_mut(chunk_edges).zip(local.par_chunks_mut(chunk_edges)))
+            .zip(ids.par_chunks(chunk_edges))
+            .for_each(|((start, (walk_dst, local)), ids)| {
+                ids.iter().for_each(|v| start[(v.to_usize() >> shift) + 1] += 1);
+                for r in 0..ranges {
+                    start[r + 1] += start[r];
+                }
+                let mut next: Vec<u32> = start[..ranges].to_vec();
+                for (k, &v) in ids.iter().enumerate() {
+                    let at = &mut next[v.to_usize() >> shift];
+                    walk_dst[*at as usize] = v;
+                    // `k < chunk_edges <= 2^16`.
+                    local[*at as usize] = k as u16;
+                    *at += 1;
+                }
+            });
+        let mut range_edges = vec![0usize; ranges + 1];
+        for start in starts.chunks(ranges + 1) {
+            for r in 0..ranges {
+                range_edges[r + 1] += (start[r + 1] - start[r]) as usize;
+            }
+        }
+        for r in 0..ranges {
+            range_edges[r + 1] += range_edges[r];
+        }
+        Self { range_shift: shift, num_ranges: ranges, chunk_edges, num_dst, starts, range_edges, dst: walk_dst, local }
+    }
+
+    /// Destinations per range.
+    pub fn rows_per_range(&self) -> usize {
+        1 << self.range_shift
+    }
+
+    /// Number of destination ranges.
+    pub fn num_ranges(&self) -> usize {
+        self.num_ranges
+    }
+
+    /// Edge ids per chunk.
+    pub fn chunk_edges(&self) -> usize {
+        self.chunk_edges
+    }
+
+    /// Number of edges.
+    pub fn num_edges(&self) -> usize {
+        self.dst.len()
+    }
+
+    /// Heap bytes of the walk order.
+    pub fn bytes(&self) -> usize {
+        self.dst.len() * (std::mem::size_of::<I>() + 2) + self.starts.len() * 4 + self.range_edges.len() * 8
+    }
+
+    fn num_chunks(&self) -> usize {
+        self.num_edges().div_ceil(self.chunk_edges)
+    }
+
+    /// Walk positions of chunk `c`'s segment of range `r`.
+    fn segment(&self, c: usize, r: usize) -> std::ops::Range<usize> {
+        let at = c * (self.num_ranges + 1) + r;
+        let first = c * self.chunk_edges;
+        first + self.starts[at] as usize..first + self.starts[at + 1] as usize
+    }
+}
+
+/// `out = edge_softmax(logits)` over each destination's in-edges, with
+/// `row_len` floats per edge, in the walk order `chunks` of the graph's
+/// edge destinations (see the module docs).
+pub fn edge_softmax_ranges<I: Index>(
+    chunks: &RangeChunks<I>,
+    logits: &[f32],
+    row_len: usize,
+    out: &mut [f32],
+) -> Result<(), KernelError> {
+    let (e, d) = (chunks.num_edges(), row_len);
+    check_len("edge_softmax logits elements", e * d, logits.len())?;
+    check_len("edge_softmax output elements", e * d, out.len())?;
+    if e == 0 || d == 0 {
+        return Ok(());
+    }
+    let out = SharedMut::new(out);
+    crate::isa::with_token(crate::isa::active_level(), Passes { chunks, x: logits, d, out });
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+struct Passes<'a, I: Index> {
+    chunks: &'a RangeChunks<I>,
+    x: &'a [f32],
+    d: usize,
+    out: SharedMut<f32>,
+}
+
+impl<I: Index> Task for Passes<'_, I> {
+    type Output = ();
+    fn run<S: Simd>(self, s: S) {
+        let c = self.chunks;
+        (0..c.num_chunks()).into_par_iter().for_each(|k| s.vectorize(Gather { p: self, chunk: k }));
+        let bounds = balanced_bounds(c.num_ranges, num_parts(c.num_edges() * self.d), |r| c.range_edges[r]);
+        bounds.par_windows(2).for_each(|w| s.vectorize(Ranges { p: self, ranges: w[0]..w[1] }));
+        (0..c.num_chunks()).into_par_iter().for_each_init(
+            || aligned_filled(c.chunk_edges * self.d, 0f32),
+            |copy, k| s.vectorize(Scatter { p: self, chunk: k, copy: SharedMut::new(copy) }),
+        );
+    }
+}
+
+/// Copies `d` floats from `from` to `to` by vectors.
+///
+/// # Safety
+/// `from` readable and `to` writable for `d` floats.
+#[inline(always)]
+unsafe fn copy_row<S: Simd>(s: S, from: *const f32, to: *mut f32, d: usize) {
+    let mut j = 0;
+    while j < d {
+        let len = S::LANES.min(d - j);
+        // SAFETY: `j + len <= d`, forwarded from the caller.
+        unsafe { store(s, to.add(j), load(s, from.add(j), len), len) };
+        j += len;
+    }
+}
+
+struct Gather<'a, I: Index> {
+    p: Passes<'a, I>,
+    chunk: usize,
+}
+
+impl<I: Index> Task for Gather<'_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let (c, d) = (self.p.chunks, self.p.d);
+        let first = self.chunk * c.chunk_edges;
+        let end = (first + c.chunk_edges).min(c.num_edges());
+        let x = self.p.x.as_ptr();
+        for i in first..end {
+            // SAFETY: `build` gave position `i` of this chunk a local id below
+            // the chunk's length, so `first + local < E` and the logits row is
+            // inside the checked `E·d`; `i < E` likewise for `out`, whose
+            // chunk positions only this task writes.
+            unsafe {
+                let from = x.add((first + *c.local.get_unchecked(i) as usize) * d);
+                copy_row(s, from, self.p.out.at(i * d), d);
+            }
+        }
+    }
+}
+
+struct Ranges<'a, I: Index> {
+    p: Passes<'a, I>,
+    ranges: std::ops::Range<usize>,
+}
+
+impl<I: Index> Task for Ranges<'_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let (c, d) = (self.p.chunks, self.p.d);
+        let rows = c.rows_per_range();
+        let mut table = aligned_filled(rows * 2 * d, 0f32);
+        for r in self.ranges {
+            let base = r * rows;
+            let live = rows.min(c.num_dst - base);
+            table[..live * 2 * d].chunks_exact_mut(2 * d).for_each(|row| {
+                row[..d].fill(f32::NEG_INFINITY);
+                row[d..].fill(0.0);
+            });
+            let t = table.as_mut_ptr();
+            // SAFETY: walk positions `i` of range `r` are below E, so rows
+            // `i·d .. i·d + d` are inside the checked `out`, and only this
+            // task touches range `r`'s positions; their destinations lie in
+            // `base .. base + live` (`build` put them in range `r`, and they
+            // are below `num_dst`), so table rows `(v − base)·2d` of `2d`
+            // floats are inside `table`.
+            unsafe {
+                let row_of = |i: usize| t.add((c.dst.get_unchecked(i).to_usize() - base) * 2 * d);
+                each_position(c, r, |i| {
+                    let (m, o) = (row_of(i), self.p.out.at(i * d));
+                    each_vector::<S>(d, |j, len| {
+                        store(s, m.add(j), s.max(load(s, m.add(j), len), load(s, o.add(j), len)), len);
+                    });
+                });
+                each_position(c, r, |i| {
+                    let (m, o) = (row_of(i), self.p.out.at(i * d));
+                    each_vector::<S>(d, |j, len| {
+                        let ex = exp_nonpositive(s, s.sub(load(s, o.add(j), len), load(s, m.add(j), len)));
+                        store(s, o.add(j), ex, len);
+                        store(s, m.add(d + j), s.add(load(s, m.add(d + j), len), ex), len);
+                    });
+                });
+                each_position(c, r, |i| {
+                    let (m, o) = (row_of(i), self.p.out.at(i * d));
+                    each_vector::<S>(d, |j, len| {
+                        store(s, o.add(j), s.div(load(s, o.add(j), len), load(s, m.add(d + j), len)), len);
+                    });
+                });
+            }
+        }
+    }
+}
+
+/// Calls `f(i)` for every walk position `i` of range `r`, segment by segment.
+#[inline(always)]
+fn each_position<I: Index>(c: &RangeChunks<I>, r: usize, mut f: impl FnMut(usize)) {
+    for k in 0..c.num_chunks() {
+        for i in c.segment(k, r) {
+            f(i);
+        }
+    }
+}
+
+/// Calls `f(j, len)` for the vectors `j .. j + len` of a `d`-float row.
+#[inline(always)]
+fn each_vector<S: Simd>(d: usize, mut f: impl FnMut(usize, usize)) {
+    let mut j = 0;
+    while j < d {
+        let len = S::LANES.min(d - j);
+        f(j, len);
+        j += len;
+    }
+}
+
+struct Scatter<'a, I: Index> {
+    p: Passes<'a, I>,
+    chunk: usize,
+    /// This worker's `chunk_edges × d` floats.
+    copy: SharedMut<f32>,
+}
+
+impl<I: Index> Task for Scatter<'_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        let (c, d) = (self.p.chunks, self.p.d);
+        let first = self.chunk * c.chunk_edges;
+        let end = (first + c.chunk_edges).min(c.num_edges());
+        // SAFETY: the chunk's rows `first·d .. end·d` of `out` belong to this
+        // task (chunks are disjoint) and fit the worker's copy of
+        // `chunk_edges·d` floats; `first + local < end` for each position
+        // (`build`), so every write stays inside the chunk.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.p.out.at(first * d), self.copy.at(0), (end - first) * d);
+            for i in first..end {
+                let to = self.p.out.at((first + *c.local.get_unchecked(i) as usize) * d);
+                copy_row(s, self.copy.at((i - first) * d), to, d);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_hold_every_edge_once_by_range_in_id_order() {
+        let (n, e) = (37usize, 5_000usize);
+        let ids: Vec<i32> = (0..e).map(|i| ((i * 2_654_435_761usize) % n) as i32).collect();
+        // SAFETY: every id is below `n`.
+        let dst = unsafe { EdgeDst::new_unchecked(&ids, n) };
+        for (rows, chunk) in [(1, 7), (4, 64), (8, 1000), (64, 5_000), (3, MAX_CHUNK_EDGES + 9)] {
+            let w = RangeChunks::build(dst, rows, chunk);
+            assert_eq!(w.rows_per_range(), rows.next_power_of_two());
+            assert_eq!(w.num_ranges(), n.div_ceil(w.rows_per_range()));
+            assert_eq!(w.chunk_edges(), chunk.min(MAX_CHUNK_EDGES));
+            let mut seen = vec![false; e];
+            for r in 0..w.num_ranges() {
+                let mut prev = None;
+                let mut count = 0;
+                for k in 0..w.num_chunks() {
+                    for i in w.segment(k, r) {
+                        let id = k * w.chunk_edges() + w.local[i] as usize;
+                        assert!(!seen[id], "edge {id} twice");
+                        seen[id] = true;
+                        assert_eq!(w.dst[i], ids[id], "destination of edge {id}");
+                        assert_eq!(ids[id] as usize / w.rows_per_range(), r, "range of edge {id}");
+                        assert!(prev < Some(id), "range {r} in ascending edge id");
+                        prev = Some(id);
+                        count += 1;
+                    }
+                }
+                assert_eq!(w.range_edges[r + 1] - w.range_edges[r], count, "edges of range {r}");
+            }
+            assert!(seen.iter().all(|&s| s));
+        }
+    }
+}

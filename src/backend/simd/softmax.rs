@@ -1,0 +1,176 @@
+//! Edge softmax's schemes on the SIMD backend: row order, two phases, and
+//! destination ranges, chosen by the timed trials.
+//!
+//! The three schemes are bitwise identical only if every destination sees
+//! its edges in the same order. The range scheme visits them in ascending
+//! edge id (`gnnkern_simd::kernels::edge_softmax_ranges`), while this
+//! crate's in-CSR sorts each row by (source, edge id). So where the model
+//! nominates the other schemes (`prefers_edge_order`: graphs larger than
+//! the cache), all of them run over [`EdgeOrderedRows`], the in-CSR's rows
+//! with their edges in ascending id, and the trials may choose by timing.
+//! Smaller graphs run row order over the in-CSR, untried, building nothing.
+
+use super::trials::{self, Signature, SoftmaxNominee};
+use super::{LAST_PASS, PassKind, lock};
+use crate::graph::Graph;
+use crate::op::Target;
+use crate::{Error, Index, Result};
+use gnnkern_simd::kernels::{self, RangeChunks};
+use gnnkern_simd::layout::{CsrView, EdgeDst};
+use rayon::prelude::*;
+use std::any::TypeId;
+use std::sync::{Arc, Mutex};
+
+/// The in-CSR's rows with their edges in ascending edge id (`None`: the
+/// in-CSR's rows are in that order already). Cached per graph orientation;
+/// `2E` indices plus the row offsets.
+pub(super) struct EdgeOrderedRows<I: Index>(Option<(Vec<I>, Vec<I>)>);
+
+impl<I: Index> EdgeOrderedRows<I> {
+    fn build(graph: &Graph<I>) -> Self {
+        let csr = graph.in_csr();
+        let ascending = (0..csr.num_rows()).into_par_iter().all(|r| csr.eids()[csr.row_range(r)].is_sorted());
+        if ascending {
+            return Self(None);
+        }
+        let (mut indices, mut eids) = (csr.indices().to_vec(), csr.eids().to_vec());
+        let mut rows: Vec<(&mut [I], &mut [I])> = Vec::with_capacity(csr.num_rows());
+        let (mut ind, mut eid) = (&mut indices[..], &mut eids[..]);
+        for r in 0..csr.num_rows() {
+            let len = csr.row_range(r).len();
+            let (a, rest_i) = ind.split_at_mut(len);
+            let (b, rest_e) = eid.split_at_mut(len);
+            rows.push((a, b));
+            (ind, eid) = (rest_i, rest_e);
+        }
+        rows.into_par_iter().for_each(|(ind, eid)| {
+            let mut pairs: Vec<(I, I)> = eid.iter().copied().zip(ind.iter().copied()).collect();
+            pairs.sort_unstable();
+            for (k, (e, c)) in pairs.into_iter().enumerate() {
+                (eid[k], ind[k]) = (e, c);
+            }
+        });
+        Self(Some((indices, eids)))
+    }
+
+    /// The rows as the kernels' view.
+    fn view<'g>(&'g self, graph: &'g Graph<I>) -> CsrView<'g, I> {
+        let csr = graph.in_csr();
+        match &self.0 {
+            None => csr.view(),
+            // SAFETY: `build` permuted the (column, edge id) pairs within each
+            // row of the validated in-CSR: the offsets are its own, every
+            // column is still below `num_cols`, and the edge ids are still a
+            // permutation.
+            Some((indices, eids)) => unsafe { CsrView::new_unchecked(csr.indptr(), indices, eids, csr.num_cols()) },
+        }
+    }
+
+    /// Heap bytes (0 where the in-CSR serves).
+    pub(super) fn bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, |(i, e)| (i.len() + e.len()) * std::mem::size_of::<I>())
+    }
+}
+
+/// The range scheme's walk order of one graph orientation, for the last row
+/// length it ran with; dropped when no trial keeps or times the scheme.
+pub(super) struct RangeCache<I: Index>(pub(super) Mutex<Option<(usize, Arc<RangeChunks<I>>)>>);
+
+impl<I: Index> Default for RangeCache<I> {
+    fn default() -> Self {
+        Self(Mutex::new(None))
+    }
+}
+
+/// The cached walk order for rows of `row_len` floats.
+fn range_chunks<I: Index>(graph: &Graph<I>, row_len: usize) -> Result<Arc<RangeChunks<I>>> {
+    let cache = graph.cached(|| Ok(RangeCache::<I>::default()))?;
+    let mut slot = lock(&cache.0);
+    if let Some((len, w)) = slot.as_ref()
+        && *len == row_len
+    {
+        return Ok(Arc::clone(w));
+    }
+    let (rows, chunk) = kernels::softmax_ranges_shape(row_len);
+    let w = Arc::new(RangeChunks::build(graph.edge_dst(), rows, chunk));
+    log::debug!(
+        "built softmax ranges: {} ranges of {rows} destinations, chunks of {chunk}, {} bytes",
+        w.num_ranges(),
+        w.bytes()
+    );
+    *slot = Some((row_len, Arc::clone(&w)));
+    Ok(w)
+}
+
+/// Marks edge softmax's forward and backward in trial signatures.
+struct Forward;
+struct Backward;
+
+fn signature<K: 'static>(d: usize) -> Signature {
+    Signature {
+        kernel: TypeId::of::<K>(),
+        lhs: Target::Edge,
+        rhs: Target::Edge,
+        lhs_len: d,
+        rhs_len: d,
+        out_len: d,
+        args: false,
+    }
+}
+
+/// `out = edge_softmax(logits)`: row order on graphs within the cache,
+/// else the scheme the trial keeps among row order, two phases and
+/// destination ranges.
+pub(super) fn forward<I: Index>(graph: &Graph<I>, logits: &[f32], d: usize, out: &mut [f32]) -> Result<()> {
+    if !kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, 2 * d) {
+        LAST_PASS.with(|c| c.set(Some(PassKind::RowOrder)));
+        return kernels::edge_softmax(graph.in_csr().view(), None, logits, d, out).map_err(Error::from);
+    }
+    let rows = graph.cached(|| Ok(EdgeOrderedRows::build(graph)))?;
+    let csr = rows.view(graph);
+    let nominees = [SoftmaxNominee::TwoPhase, SoftmaxNominee::Ranges];
+    let decided = trials::run_nominees(graph, signature::<Forward>(d), &nominees, &mut |choice| {
+        let dst = graph.edge_dst();
+        match choice {
+            None | Some(SoftmaxNominee::TwoPhase) => {
+                let two_phase = choice.is_some();
+                LAST_PASS.with(|c| c.set(Some(if two_phase { PassKind::TwoPhase } else { PassKind::RowOrder })));
+                kernels::edge_softmax(csr, two_phase.then_some(dst), logits, d, out).map_err(Error::from)
+            }
+            Some(SoftmaxNominee::Ranges) => {
+                let walk = range_chunks(graph, d)?;
+                LAST_PASS.with(|c| c.set(Some(PassKind::Ranges { num_ranges: walk.num_ranges() })));
+                kernels::edge_softmax_ranges(&walk, logits, d, out).map_err(Error::from)
+            }
+        }
+    })?;
+    if decided.is_some()
+        && !trials::nominee_in_use::<I, SoftmaxNominee>(graph, |p| *p == SoftmaxNominee::Ranges)
+        && let Some(cache) = graph.cached_if_built::<RangeCache<I>>()
+    {
+        *lock(&cache.0) = None;
+    }
+    Ok(())
+}
+
+/// `grad_logits` of edge softmax: row order on graphs within the cache,
+/// else row order or two phases as the trial decides. Both sum in the
+/// in-CSR's order, so the backward needs no other rows.
+pub(super) fn backward<I: Index>(
+    graph: &Graph<I>,
+    (y, g): (&[f32], &[f32]),
+    d: usize,
+    grad_logits: &mut [f32],
+) -> Result<()> {
+    let nominees: &[SoftmaxNominee] = if kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, d) {
+        &[SoftmaxNominee::TwoPhase]
+    } else {
+        &[]
+    };
+    trials::run_nominees(graph, signature::<Backward>(d), nominees, &mut |choice| {
+        let dst: Option<EdgeDst<'_, I>> = choice.map(|_| graph.edge_dst());
+        LAST_PASS.with(|c| c.set(Some(if dst.is_some() { PassKind::TwoPhase } else { PassKind::RowOrder })));
+        kernels::edge_softmax_backward(graph.in_csr().view(), dst, y, g, d, grad_logits).map_err(Error::from)
+    })
+    .map(drop)
+}
