@@ -190,7 +190,7 @@ pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
     let rows = graph.cached_if_built::<softmax::EdgeOrderedRows<I>>().map_or(0, |r| r.bytes());
     let ranges = graph
         .cached_if_built::<softmax::RangeCache<I>>()
-        .map_or(0, |c| lock(&c.0).as_ref().map_or(0, |(_, w)| w.bytes()));
+        .map_or(0, |c| lock(&c.0).iter().map(|(_, w)| w.bytes()).sum());
     blocked + parts + rows + ranges
 }
 

@@ -72,23 +72,22 @@ impl<I: Index> EdgeOrderedRows<I> {
     }
 }
 
-/// The range scheme's walk order of one graph orientation, for the last row
-/// length it ran with; dropped when no trial keeps or times the scheme.
-pub(super) struct RangeCache<I: Index>(pub(super) Mutex<Option<(usize, Arc<RangeChunks<I>>)>>);
+/// The range scheme's walk orders of one graph orientation, one per row
+/// length it ran with (the shape follows the row length); dropped when no
+/// trial keeps or times the scheme.
+pub(super) struct RangeCache<I: Index>(pub(super) Mutex<Vec<(usize, Arc<RangeChunks<I>>)>>);
 
 impl<I: Index> Default for RangeCache<I> {
     fn default() -> Self {
-        Self(Mutex::new(None))
+        Self(Mutex::new(Vec::new()))
     }
 }
 
 /// The cached walk order for rows of `row_len` floats.
 fn range_chunks<I: Index>(graph: &Graph<I>, row_len: usize) -> Result<Arc<RangeChunks<I>>> {
     let cache = graph.cached(|| Ok(RangeCache::<I>::default()))?;
-    let mut slot = lock(&cache.0);
-    if let Some((len, w)) = slot.as_ref()
-        && *len == row_len
-    {
+    let mut walks = lock(&cache.0);
+    if let Some((_, w)) = walks.iter().find(|(len, _)| *len == row_len) {
         return Ok(Arc::clone(w));
     }
     let (rows, chunk) = kernels::softmax_ranges_shape(row_len);
@@ -98,7 +97,7 @@ fn range_chunks<I: Index>(graph: &Graph<I>, row_len: usize) -> Result<Arc<RangeC
         w.num_ranges(),
         w.bytes()
     );
-    *slot = Some((row_len, Arc::clone(&w)));
+    walks.push((row_len, Arc::clone(&w)));
     Ok(w)
 }
 
@@ -148,7 +147,7 @@ pub(super) fn forward<I: Index>(graph: &Graph<I>, logits: &[f32], d: usize, out:
         && !trials::nominee_in_use::<I, SoftmaxNominee>(graph, |p| *p == SoftmaxNominee::Ranges)
         && let Some(cache) = graph.cached_if_built::<RangeCache<I>>()
     {
-        *lock(&cache.0) = None;
+        lock(&cache.0).clear();
     }
     Ok(())
 }
