@@ -151,6 +151,12 @@ impl<I: Index> RangeChunks<I> {
         self.num_edges().div_ceil(self.chunk_edges)
     }
 
+    /// Edge ids (and walk positions) of chunk `k`.
+    fn chunk(&self, k: usize) -> std::ops::Range<usize> {
+        let first = k * self.chunk_edges;
+        first..(first + self.chunk_edges).min(self.num_edges())
+    }
+
     /// Walk positions of chunk `c`'s segment of range `r`.
     fn segment(&self, c: usize, r: usize) -> std::ops::Range<usize> {
         let at = c * (self.num_ranges + 1) + r;
@@ -225,11 +231,9 @@ impl<I: Index> Task for Gather<'_, I> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let (c, d) = (self.p.chunks, self.p.d);
-        let first = self.chunk * c.chunk_edges;
-        let end = (first + c.chunk_edges).min(c.num_edges());
-        let x = self.p.x.as_ptr();
-        for i in first..end {
+        let (c, d, x) = (self.p.chunks, self.p.d, self.p.x.as_ptr());
+        let first = c.chunk(self.chunk).start;
+        for i in c.chunk(self.chunk) {
             // SAFETY: `build` gave position `i` of this chunk a local id below
             // the chunk's length, so `first + local < E` and the logits row is
             // inside the checked `E·d`; `i < E` likewise for `out`, whose
@@ -328,8 +332,7 @@ impl<I: Index> Task for Scatter<'_, I> {
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
         let (c, d) = (self.p.chunks, self.p.d);
-        let first = self.chunk * c.chunk_edges;
-        let end = (first + c.chunk_edges).min(c.num_edges());
+        let std::ops::Range { start: first, end } = c.chunk(self.chunk);
         // SAFETY: the chunk's rows `first·d .. end·d` of `out` belong to this
         // task (chunks are disjoint) and fit the worker's copy of
         // `chunk_edges·d` floats; `first + local < end` for each position
