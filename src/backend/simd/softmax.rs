@@ -129,12 +129,12 @@ pub(super) fn forward<I: Index>(graph: &Graph<I>, logits: &[f32], d: usize, out:
     let csr = rows.view(graph);
     let nominees = [SoftmaxNominee::TwoPhase, SoftmaxNominee::Ranges];
     let decided = trials::run_nominees(graph, signature::<Forward>(d), &nominees, &mut |choice| {
-        let dst = graph.edge_dst();
         match choice {
             None | Some(SoftmaxNominee::TwoPhase) => {
-                let two_phase = choice.is_some();
-                LAST_PASS.with(|c| c.set(Some(if two_phase { PassKind::TwoPhase } else { PassKind::RowOrder })));
-                kernels::edge_softmax(csr, two_phase.then_some(dst), logits, d, out).map_err(Error::from)
+                // The COO is built only when a scheme that reads it runs.
+                let dst = choice.map(|_| graph.edge_dst());
+                LAST_PASS.with(|c| c.set(Some(if dst.is_some() { PassKind::TwoPhase } else { PassKind::RowOrder })));
+                kernels::edge_softmax(csr, dst, logits, d, out).map_err(Error::from)
             }
             Some(SoftmaxNominee::Ranges) => {
                 let walk = range_chunks(graph, d)?;
