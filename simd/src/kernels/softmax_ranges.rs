@@ -19,8 +19,8 @@
 //! `out` itself holds the walk-ordered rows, so the only temporaries are a
 //! range's table and a chunk's copy per worker (both within the budget).
 //! Every access is sequential or inside a cached chunk or table, except the
-//! ranges' segments, which are `E / (chunks · ranges)` rows long (~256
-//! four-head rows, 4 KiB, on 2^24 edges).
+//! ranges' segments, which are `E / (chunks · ranges)` rows long (~512
+//! four-head rows, 8 KiB, on 2^24 edges).
 //!
 //! Each destination sees its edges in ascending edge id, so the result is
 //! bitwise the row-order scheme's over an in-CSR whose rows list their edge
