@@ -335,12 +335,12 @@ impl Bench<'_> {
         let e = self.csr.num_edges();
         let mut out = aligned_filled(e * heads, 0f32);
         let prefers = prefers_edge_order(self.csr.num_rows(), e, heads, 2 * heads);
+        // logits read once, out written once, indices + eids.
+        let bytes = 8.0 * (e * heads) as f64 + 8.0 * e as f64;
         for (variant, dst) in [("row order", None), ("two-phase", Some(dst))] {
             let ms = median_ms(self.reps, || {
                 edge_softmax(self.csr, dst, &logits[..e * heads], heads, &mut out).unwrap();
             });
-            // logits read once, out written once, indices + eids.
-            let bytes = 8.0 * (e * heads) as f64 + 8.0 * e as f64;
             let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
             // The backend's trials time both schemes and keep two phases only
             // if faster by their margin: the model only nominates.
@@ -356,7 +356,7 @@ impl Bench<'_> {
         });
         let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
         let variant = format!("ranges {}x{rows}, chunks of {chunk}", walk.num_ranges());
-        self.report("edge_softmax", heads, &variant, ms, 8.0 * (e * heads) as f64 + 8.0 * e as f64, sum);
+        self.report("edge_softmax", heads, &variant, ms, bytes, sum);
     }
 }
 

@@ -83,28 +83,20 @@ impl<I: Index> Csr<I> {
 
     /// Sorts every row by (column, edge id) in place, in parallel over rows.
     fn sort_rows(&mut self) {
-        let indptr = &self.indptr;
-        let mut rows: Vec<(&mut [I], &mut [I])> = Vec::with_capacity(indptr.len() - 1);
-        let (mut ind, mut eid) = (&mut self.indices[..], &mut self.eids[..]);
-        for w in indptr.windows(2) {
-            let len = w[1].to_usize() - w[0].to_usize();
-            let (a, rest_i) = ind.split_at_mut(len);
-            let (b, rest_e) = eid.split_at_mut(len);
-            rows.push((a, b));
-            ind = rest_i;
-            eid = rest_e;
+        sort_each_row(&self.indptr, &mut self.indices, &mut self.eids, false);
+    }
+
+    /// The rows' (columns, edge ids) with each row's edges in ascending
+    /// edge id, or `None` where every row is in that order already. Edge
+    /// softmax sums a row in that order on every scheme (see
+    /// `backend::simd`'s softmax module); canonical rows stay (column, edge id).
+    pub(crate) fn rows_by_edge_id(&self) -> Option<(Vec<I>, Vec<I>)> {
+        if (0..self.num_rows()).into_par_iter().all(|r| self.eids[self.row_range(r)].is_sorted()) {
+            return None;
         }
-        rows.into_par_iter().for_each(|(c, e)| {
-            if (1..c.len()).all(|k| (c[k - 1], e[k - 1]) < (c[k], e[k])) {
-                return;
-            }
-            let mut pairs: Vec<(I, I)> = c.iter().copied().zip(e.iter().copied()).collect();
-            pairs.sort_unstable();
-            for (k, (ci, ei)) in pairs.into_iter().enumerate() {
-                c[k] = ci;
-                e[k] = ei;
-            }
-        });
+        let (mut indices, mut eids) = (self.indices.clone(), self.eids.clone());
+        sort_each_row(&self.indptr, &mut indices, &mut eids, true);
+        Some((indices, eids))
     }
 
     /// Number of rows.
@@ -155,6 +147,33 @@ impl<I: Index> Csr<I> {
         // by the counting-sort builders, which produce them by construction.
         unsafe { CsrView::new_unchecked(&self.indptr, &self.indices, &self.eids, self.num_cols) }
     }
+}
+
+/// Sorts each row of `indices`/`eids` (offsets `indptr`) in place, in
+/// parallel over rows: by (column, edge id), or by edge id with
+/// `by_edge_id`. Rows already in order are left untouched.
+fn sort_each_row<I: Index>(indptr: &[I], indices: &mut [I], eids: &mut [I], by_edge_id: bool) {
+    let mut rows: Vec<(&mut [I], &mut [I])> = Vec::with_capacity(indptr.len() - 1);
+    let (mut ind, mut eid) = (indices, eids);
+    for w in indptr.windows(2) {
+        let len = w[1].to_usize() - w[0].to_usize();
+        let (a, rest_i) = ind.split_at_mut(len);
+        let (b, rest_e) = eid.split_at_mut(len);
+        rows.push((a, b));
+        ind = rest_i;
+        eid = rest_e;
+    }
+    rows.into_par_iter().for_each(|(c, e)| {
+        let key = |k: usize| if by_edge_id { (e[k], c[k]) } else { (c[k], e[k]) };
+        if (1..c.len()).all(|k| key(k - 1) < key(k)) {
+            return;
+        }
+        let mut pairs: Vec<(I, I)> = (0..c.len()).map(key).collect();
+        pairs.sort_unstable();
+        for (k, (x, y)) in pairs.into_iter().enumerate() {
+            (c[k], e[k]) = if by_edge_id { (y, x) } else { (x, y) };
+        }
+    });
 }
 
 /// `count` must fit the index type (it is stored in indptr or as an id bound).

@@ -288,6 +288,19 @@ mod tests {
     }
 
     #[test]
+    fn rows_by_edge_id_reorder_each_in_csr_row_and_nothing_when_ordered() {
+        // Destination 0 gets edges 0 (source 2), 1 (source 0), 3 (source 1):
+        // the in-CSR row is (0, 1), (1, 3), (2, 0) by source; by edge id 2, 0, 1.
+        let g = Graph::<i32>::from_coo(3, 2, vec![2, 0, 1, 1], vec![0, 0, 1, 0]).unwrap();
+        let csr = g.in_csr();
+        assert_eq!((csr.indices(), csr.eids()), (&[0, 1, 2, 1][..], &[1, 3, 0, 2][..]));
+        let (indices, eids) = csr.rows_by_edge_id().expect("row 0 is not in edge-id order");
+        assert_eq!((indices, eids), (vec![2, 0, 1, 1], vec![0, 1, 3, 2]));
+        let sorted = Graph::<i32>::from_coo(3, 2, vec![0, 1, 2, 1], vec![0, 0, 0, 1]).unwrap();
+        assert_eq!(sorted.in_csr().rows_by_edge_id(), None);
+    }
+
+    #[test]
     fn formats_agree_and_rows_are_canonical() {
         let src = vec![2, 0, 1, 2, 0, 2, 2];
         let dst = vec![0, 1, 1, 0, 0, 3, 0];

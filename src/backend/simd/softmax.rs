@@ -17,7 +17,6 @@ use crate::op::Target;
 use crate::{Error, Index, Result};
 use gnnkern_simd::kernels::{self, RangeChunks};
 use gnnkern_simd::layout::{CsrView, EdgeDst};
-use rayon::prelude::*;
 use std::any::TypeId;
 use std::sync::{Arc, Mutex};
 
@@ -28,29 +27,7 @@ pub(super) struct EdgeOrderedRows<I: Index>(Option<(Vec<I>, Vec<I>)>);
 
 impl<I: Index> EdgeOrderedRows<I> {
     fn build(graph: &Graph<I>) -> Self {
-        let csr = graph.in_csr();
-        let ascending = (0..csr.num_rows()).into_par_iter().all(|r| csr.eids()[csr.row_range(r)].is_sorted());
-        if ascending {
-            return Self(None);
-        }
-        let (mut indices, mut eids) = (csr.indices().to_vec(), csr.eids().to_vec());
-        let mut rows: Vec<(&mut [I], &mut [I])> = Vec::with_capacity(csr.num_rows());
-        let (mut ind, mut eid) = (&mut indices[..], &mut eids[..]);
-        for r in 0..csr.num_rows() {
-            let len = csr.row_range(r).len();
-            let (a, rest_i) = ind.split_at_mut(len);
-            let (b, rest_e) = eid.split_at_mut(len);
-            rows.push((a, b));
-            (ind, eid) = (rest_i, rest_e);
-        }
-        rows.into_par_iter().for_each(|(ind, eid)| {
-            let mut pairs: Vec<(I, I)> = eid.iter().copied().zip(ind.iter().copied()).collect();
-            pairs.sort_unstable();
-            for (k, (e, c)) in pairs.into_iter().enumerate() {
-                (eid[k], ind[k]) = (e, c);
-            }
-        });
-        Self(Some((indices, eids)))
+        Self(graph.in_csr().rows_by_edge_id())
     }
 
     /// The rows as the kernels' view.
@@ -58,8 +35,8 @@ impl<I: Index> EdgeOrderedRows<I> {
         let csr = graph.in_csr();
         match &self.0 {
             None => csr.view(),
-            // SAFETY: `build` permuted the (column, edge id) pairs within each
-            // row of the validated in-CSR: the offsets are its own, every
+            // SAFETY: `Csr::rows_by_edge_id` permuted the (column, edge id)
+            // pairs within each row of the validated in-CSR: the offsets are its own, every
             // column is still below `num_cols`, and the edge ids are still a
             // permutation.
             Some((indices, eids)) => unsafe { CsrView::new_unchecked(csr.indptr(), indices, eids, csr.num_cols()) },
