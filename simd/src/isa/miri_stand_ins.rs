@@ -3,7 +3,8 @@
 //! Miri interprets all of `std::arch` that the AVX2 level uses but its
 //! non-temporal store, and AVX-512's loads, stores, masks, blends and
 //! arithmetic, but not:
-//! - `vmovntps` (`_mm256_stream_ps`, `_mm512_stream_ps`), which `std::arch`
+//! - `movntps`/`vmovntps` (`_mm_stream_ps`, `_mm256_stream_ps`,
+//!   `_mm512_stream_ps`), which `std::arch`
 //!   writes as inline assembly;
 //! - seven AVX-512 intrinsics that lower to `llvm.x86.avx512.*` calls it has
 //!   no shim for (probed one by one, nightly 2026-05-19);
@@ -11,7 +12,7 @@
 //!   (`vgatherdps`, `vscatterdps`), added 2026-11-27 and not probed: taken
 //!   to be as unsupported as the integer gathers.
 //!
-//! Under `cfg(miri)`, `avx2.rs` and `avx512.rs` import them from here
+//! Under `cfg(miri)`, `avx128.rs`, `avx2.rs` and `avx512.rs` import them from here
 //! instead (an explicit import shadows their `std::arch` glob), so Miri runs
 //! the x86 kernels whole (`.ci/miri`):
 //! - the streaming stores are aligned stores, with the same alignment
@@ -25,8 +26,17 @@
 //! Compiled under Miri, and in native test builds for the bit-for-bit check
 //! against the instructions below; the kernels use them only under Miri.
 
-use std::arch::x86_64::{__m256, __m256i, __m512, __m512i, __mmask8, __mmask16};
+use std::arch::x86_64::{__m128, __m256, __m256i, __m512, __m512i, __mmask8, __mmask16};
 use std::mem::transmute;
+
+/// `movntps` of 4 floats: an aligned store of the vector.
+///
+/// # Safety
+/// `mem_addr` writable for 4 floats and 16-byte aligned.
+pub unsafe fn _mm_stream_ps(mem_addr: *mut f32, a: __m128) {
+    // SAFETY: forwarded from the caller.
+    unsafe { mem_addr.cast::<__m128>().write(a) }
+}
 
 /// `vmovntps` of 8 floats: an aligned store of the vector.
 ///
@@ -296,6 +306,8 @@ mod tests {
                 hw::_mm512_stream_ps(theirs.0.as_mut_ptr(), a);
                 _mm256_stream_ps(ours.0.as_mut_ptr().add(8), hw::_mm512_castps512_ps256(b));
                 hw::_mm256_stream_ps(theirs.0.as_mut_ptr().add(8), hw::_mm512_castps512_ps256(b));
+                _mm_stream_ps(ours.0.as_mut_ptr().add(4), hw::_mm512_castps512_ps128(b));
+                hw::_mm_stream_ps(theirs.0.as_mut_ptr().add(4), hw::_mm512_castps512_ps128(b));
                 hw::_mm_sfence();
                 assert_eq!(bits(ours.0), bits(theirs.0));
                 macro_rules! predicates { ($($p:literal)*) => {$(

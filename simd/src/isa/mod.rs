@@ -10,8 +10,10 @@
 //! from `try_new()` (which checks the CPU) or an `unsafe new_unchecked()`,
 //! so holding one proves the instructions exist.
 //!
-//! Where AVX-512 lives: `avx512.rs`; AVX2 + FMA: `avx2.rs`; the fallback
-//! that runs anywhere: `portable.rs`. Each is one short file.
+//! Where AVX-512 lives: `avx512.rs`; AVX2 + FMA: `avx2.rs`, and on xmm
+//! registers for rows of at most 4 floats, `avx128.rs` (not a level: see
+//! [`with_row_token`]); the fallback that runs anywhere: `portable.rs`.
+//! Each is one short file.
 //!
 //! Code generation: vocabulary methods are `#[inline(always)]` and contain
 //! the intrinsics. They only become AVX-512 / AVX2 instructions when they
@@ -21,6 +23,8 @@
 //! one `vectorize` call *above* their row loop (per worker task) and write
 //! everything below it as `#[inline(always)]` generic code.
 
+#[cfg(target_arch = "x86_64")]
+mod avx128;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -32,6 +36,8 @@ mod portable;
 
 #[cfg(target_arch = "x86_64")]
 pub use avx2::Avx2;
+#[cfg(target_arch = "x86_64")]
+pub use avx128::Avx128;
 #[cfg(target_arch = "x86_64")]
 pub use avx512::Avx512;
 pub use level::{IsaLevel, IsaUnsupported, active_level, with_level};
@@ -265,6 +271,30 @@ pub fn with_token<T: Task>(level: IsaLevel, task: T) -> T::Output {
     task.run(Portable)
 }
 
+/// [`with_token`] on the narrowest vector that still covers a
+/// `row_len`-float row, for kernels whose vectors never span two rows (the
+/// edge softmax's per-edge rows: `[E, h]` logits with a few heads). At the
+/// AVX2 and AVX-512 levels, rows of at most 4 floats run on xmm registers
+/// ([`Avx128`]) and rows of at most 8 on ymm ([`Avx2`]): a wider register
+/// carries dead lanes through every operation, and one to three lanes load
+/// and store without a mask there (docs/PERFORMANCE.md, "Partial vectors").
+pub fn with_row_token<T: Task>(level: IsaLevel, row_len: usize, task: T) -> T::Output {
+    #[cfg(target_arch = "x86_64")]
+    if level >= IsaLevel::Avx2 {
+        if row_len <= Avx128::LANES
+            && let Some(s) = Avx128::try_new()
+        {
+            return task.run(s);
+        }
+        if row_len <= Avx2::LANES
+            && let Some(s) = Avx2::try_new()
+        {
+            return task.run(s);
+        }
+    }
+    with_token(level, task)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,48 +320,119 @@ mod tests {
         }
     }
 
-    struct Vectorized;
+    /// Every token a kernel can run on: each supported level's own
+    /// ([`with_token`]) and its narrow-row ones ([`with_row_token`]).
+    fn each_token<T: Task + Copy>(task: T, mut check: impl FnMut(T::Output, &str)) {
+        for level in IsaLevel::ALL.into_iter().filter(|l| l.is_supported()) {
+            for row_len in [1, 8, usize::MAX] {
+                check(with_row_token(level, row_len, task), &format!("{}, rows of {row_len}", level.name()));
+            }
+        }
+    }
 
-    impl Task for Vectorized {
-        type Output = Vec<f32>;
-        fn run<S: Simd>(self, s: S) -> Vec<f32> {
-            s.vectorize(StreamLine)
+    #[test]
+    fn narrow_rows_get_the_narrowest_covering_vector() {
+        struct Lanes;
+        impl Task for Lanes {
+            type Output = usize;
+            fn run<S: Simd>(self, _: S) -> usize {
+                S::LANES
+            }
+        }
+        for level in IsaLevel::ALL.into_iter().filter(|l| l.is_supported()) {
+            let own = with_token(level, Lanes);
+            for (row_len, narrow) in [(0, 4), (1, 4), (4, 4), (5, 8), (8, 8), (9, own), (usize::MAX, own)] {
+                let want = if level >= IsaLevel::Avx2 { narrow.min(own) } else { own };
+                assert_eq!(with_row_token(level, row_len, Lanes), want, "{}, rows of {row_len}", level.name());
+            }
         }
     }
 
     #[test]
     fn a_streamed_vector_lands_whole_at_every_level() {
-        for level in IsaLevel::ALL.into_iter().filter(|l| l.is_supported()) {
-            let line = with_token(level, Vectorized);
-            let want: Vec<f32> = (0..line.len()).map(|i| i as f32 + 0.5).collect();
-            assert_eq!(line, want, "{}", level.name());
+        #[derive(Clone, Copy)]
+        struct Vectorized;
+        impl Task for Vectorized {
+            type Output = Vec<f32>;
+            fn run<S: Simd>(self, s: S) -> Vec<f32> {
+                s.vectorize(StreamLine)
+            }
         }
+        each_token(Vectorized, |line, token| {
+            let want: Vec<f32> = (0..line.len()).map(|i| i as f32 + 0.5).collect();
+            assert_eq!(line, want, "{token}");
+        });
+    }
+
+    /// `load_partial` of `n < LANES` floats from a buffer of exactly `n`
+    /// (Miri faults a read past it) gives them and zeros; `store_partial`
+    /// of `n` lanes changes exactly the first `n` floats of a buffer.
+    #[derive(Clone, Copy)]
+    struct Partials;
+
+    struct PartialLanes;
+
+    impl Task for PartialLanes {
+        type Output = ();
+        #[inline(always)]
+        fn run<S: Simd>(self, s: S) {
+            for n in 0..S::LANES {
+                let from: Vec<f32> = (0..n).map(|i| i as f32 + 1.5).collect();
+                let mut lanes = vec![f32::NAN; S::LANES];
+                // SAFETY: `from` holds `n` floats, `lanes` LANES.
+                unsafe { s.store(lanes.as_mut_ptr(), s.load_partial(from.as_ptr(), n)) };
+                let want: Vec<f32> = (0..S::LANES).map(|i| if i < n { i as f32 + 1.5 } else { 0.0 }).collect();
+                assert_eq!(lanes, want, "{}: load_partial({n})", S::NAME);
+                let mut to = vec![-1.0f32; S::LANES];
+                // SAFETY: `want` holds LANES floats, `to` LANES >= n.
+                unsafe { s.store_partial(to.as_mut_ptr(), s.load(want.as_ptr()), n) };
+                let kept: Vec<f32> = (0..S::LANES).map(|i| if i < n { want[i] } else { -1.0 }).collect();
+                assert_eq!(to, kept, "{}: store_partial({n})", S::NAME);
+            }
+        }
+    }
+
+    impl Task for Partials {
+        type Output = ();
+        fn run<S: Simd>(self, s: S) {
+            s.vectorize(PartialLanes)
+        }
+    }
+
+    #[test]
+    fn partial_loads_and_stores_touch_exactly_their_lanes_at_every_level() {
+        each_token(Partials, |(), _| {});
     }
 
     /// [`Simd::edge_offsets`] for every prefix length `n`, over ids that
     /// are edges, negative, past the edges, or edges whose source is past
-    /// the rows; each level against the rule written out.
+    /// the rows; each level against the rule written out. `None` where
+    /// `n` exceeds the token's lanes (outside the contract).
     struct Offsets(usize);
 
     impl Task for Offsets {
-        type Output = Vec<i32>;
+        type Output = Option<Vec<i32>>;
         #[inline(always)]
-        fn run<S: Simd>(self, s: S) -> Vec<i32> {
+        fn run<S: Simd>(self, s: S) -> Option<Vec<i32>> {
+            if self.0 > S::LANES {
+                return None;
+            }
             let ids = [2, -1, 0, 5, 3, i32::MIN, 4, 1, 2, 0, 7, -7, 1, 3, 2, 0];
             let edge_src = [1, 0, 3, 9, 2];
             let mut out = [7i32; 16];
             // SAFETY: `ids` holds 16 >= n ids and `out` 16 >= LANES ints;
             // col 2 + n <= row_len 20, and 4 rows · 20 fit `i32`.
             unsafe { s.edge_offsets(ids.as_ptr(), self.0, &edge_src, (4, 20, 2), out.as_mut_ptr()) };
-            out[..S::LANES].to_vec()
+            Some(out[..S::LANES].to_vec())
         }
     }
 
+    #[derive(Clone, Copy)]
     struct VectorizedOffsets(usize);
 
     impl Task for VectorizedOffsets {
-        type Output = Vec<i32>;
-        fn run<S: Simd>(self, s: S) -> Vec<i32> {
+        type Output = Option<Vec<i32>>;
+        fn run<S: Simd>(self, s: S) -> Option<Vec<i32>> {
             s.vectorize(Offsets(self.0))
         }
     }
@@ -340,13 +441,10 @@ mod tests {
     fn edge_offsets_follow_the_rule_at_every_level() {
         let ids = [2, -1, 0, 5, 3, i32::MIN, 4, 1, 2, 0, 7, -7, 1, 3, 2, 0];
         let edge_src = [1i32, 0, 3, 9, 2];
-        for level in IsaLevel::ALL.into_iter().filter(|l| l.is_supported()) {
-            for n in 0..=16 {
-                let lanes = with_token(level, VectorizedOffsets(0)).len();
-                if n > lanes {
-                    continue;
-                }
-                let got = with_token(level, VectorizedOffsets(n));
+        for n in 0..=16 {
+            each_token(VectorizedOffsets(n), |got, token| {
+                let Some(got) = got else { return };
+                let lanes = got.len();
                 let want: Vec<i32> = (0..lanes)
                     .map(|l| {
                         let e = if l < n { ids[l] } else { -1 };
@@ -356,8 +454,8 @@ mod tests {
                         }
                     })
                     .collect();
-                assert_eq!(got, want, "{}, n = {n}", level.name());
-            }
+                assert_eq!(got, want, "{token}, n = {n}");
+            });
         }
     }
 }

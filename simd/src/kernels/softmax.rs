@@ -218,14 +218,18 @@ trait EdgeKernel: Copy + Send + Sync {
     fn edges<S: Simd>(self, s: S, edges: std::ops::Range<usize>);
 }
 
-/// Runs `kernel` over all rows at the active ISA level, nnz-balanced.
+/// Runs `kernel` over all rows at the active ISA level, on the narrowest
+/// vector that covers a row (`isa::with_row_token`), nnz-balanced.
 fn drive_rows<K: RowKernel>(kernel: K) {
-    crate::isa::with_token(crate::isa::active_level(), RowDispatch(kernel));
+    let d = kernel.d();
+    crate::isa::with_row_token(crate::isa::active_level(), d, RowDispatch(kernel));
 }
 
-/// Runs `kernel` over all edge ids at the active ISA level, in equal ranges.
+/// Runs `kernel` over all edge ids at the active ISA level, on the narrowest
+/// vector that covers a row, in equal ranges.
 fn drive_edges<K: EdgeKernel>(kernel: K) {
-    crate::isa::with_token(crate::isa::active_level(), EdgeDispatch(kernel));
+    let d = kernel.d();
+    crate::isa::with_row_token(crate::isa::active_level(), d, EdgeDispatch(kernel));
 }
 
 struct RowDispatch<K>(K);

@@ -181,7 +181,7 @@ pub fn edge_softmax_ranges<I: Index>(
         return Ok(());
     }
     let out = SharedMut::new(out);
-    crate::isa::with_token(crate::isa::active_level(), Passes { chunks, x: logits, d, out });
+    crate::isa::with_row_token(crate::isa::active_level(), d, Passes { chunks, x: logits, d, out });
     Ok(())
 }
 
