@@ -45,6 +45,24 @@ fn tail_mask(s: Avx128, n: usize) -> __m128i {
     unsafe { _mm_cmpgt_epi32(_mm_set1_epi32(n as i32), _mm_setr_epi32(0, 1, 2, 3)) }
 }
 
+/// `out[l] = table[idx[l]]` for lanes `l < n`, lane by lane (the gathers of
+/// winning edge ids; the edge softmax, which this vocabulary serves, has none).
+///
+/// # Safety
+/// The CPU supports SSE2 (every x86-64 does); `table.offset(idx[l])` readable
+/// and `out.add(l)` writable for every `l < n <= 4`.
+#[inline(always)]
+unsafe fn gather_by_lane<T: Copy>(table: *const T, idx: __m128i, out: *mut T, n: usize) {
+    let mut at = [0i32; 4];
+    // SAFETY: `at` holds 4 ints; the lanes `l < n` are the caller's.
+    unsafe {
+        _mm_storeu_si128(at.as_mut_ptr().cast(), idx);
+        for (l, &i) in at.iter().enumerate().take(n) {
+            *out.add(l) = *table.offset(i as isize);
+        }
+    }
+}
+
 // SAFETY (for every `unsafe` block below that calls an intrinsic): a value
 // of `Avx128` exists only if the CPU supports AVX2 and FMA (which imply AVX,
 // SSE4.1 and SSE2).
@@ -219,26 +237,13 @@ impl Simd for Avx128 {
     }
     #[inline(always)]
     unsafe fn gather_i32(self, table: *const i32, idx: __m128i, out: *mut i32, n: usize) {
-        let mut at = [0i32; 4];
-        // SAFETY: the token proves SSE2; `at` holds 4 ints; lanes `l < n`
-        // are readable/writable by the caller's guarantee.
-        unsafe {
-            _mm_storeu_si128(at.as_mut_ptr().cast(), idx);
-            for (l, &i) in at.iter().enumerate().take(n) {
-                *out.add(l) = *table.offset(i as isize);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { gather_by_lane(table, idx, out, n) }
     }
     #[inline(always)]
     unsafe fn gather_i64(self, table: *const i64, idx: __m128i, out: *mut i64, n: usize) {
-        let mut at = [0i32; 4];
-        // SAFETY: as for `gather_i32`.
-        unsafe {
-            _mm_storeu_si128(at.as_mut_ptr().cast(), idx);
-            for (l, &i) in at.iter().enumerate().take(n) {
-                *out.add(l) = *table.offset(i as isize);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { gather_by_lane(table, idx, out, n) }
     }
     #[inline(always)]
     unsafe fn edge_offsets(

@@ -276,8 +276,8 @@ pub fn with_token<T: Task>(level: IsaLevel, task: T) -> T::Output {
 /// edge softmax's per-edge rows: `[E, h]` logits with a few heads). At the
 /// AVX2 and AVX-512 levels, rows of at most 4 floats run on xmm registers
 /// ([`Avx128`]) and rows of at most 8 on ymm ([`Avx2`]): a wider register
-/// carries dead lanes through every operation, and one to three lanes load
-/// and store without a mask there (docs/PERFORMANCE.md, "Partial vectors").
+/// carries dead lanes through every operation, and one or two lanes load
+/// and store without a mask on xmm (docs/PERFORMANCE.md, "Partial vectors").
 pub fn with_row_token<T: Task>(level: IsaLevel, row_len: usize, task: T) -> T::Output {
     #[cfg(target_arch = "x86_64")]
     if level >= IsaLevel::Avx2 {
