@@ -588,3 +588,97 @@ impl<I: Index> EdgeKernel for Gradient<'_, I> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isa::{IsaLevel, with_row_token, with_token};
+
+    /// Runs `task` on the narrow-row token (`narrow`) or the level's own.
+    fn dispatch<T: Task>(level: IsaLevel, d: usize, narrow: bool, task: T) {
+        if narrow {
+            with_row_token(level, d, task);
+        } else {
+            with_token(level, task);
+        }
+    }
+
+    /// Forward (row order, two phases) and backward (row order, two phases)
+    /// outputs, concatenated as bits, on one token choice.
+    fn all_outputs(level: IsaLevel, d: usize, narrow: bool) -> Vec<u32> {
+        // 40 destinations, 700 edges with pseudo-random destinations; the
+        // in-CSR lists each row's edges in ascending id.
+        let (n, e) = (40usize, 700usize);
+        let dst: Vec<i32> = (0..e).map(|i| ((i * 7_919 + i * i * 13) % n) as i32).collect();
+        let mut indptr = vec![0i32; n + 1];
+        dst.iter().for_each(|&v| indptr[v as usize + 1] += 1);
+        (0..n).for_each(|v| indptr[v + 1] += indptr[v]);
+        let (mut next, mut eids) = (indptr.clone(), vec![0i32; e]);
+        for (id, &v) in dst.iter().enumerate() {
+            eids[next[v as usize] as usize] = id as i32;
+            next[v as usize] += 1;
+        }
+        let cols: Vec<i32> = eids.iter().map(|&id| id % 97).collect();
+        // SAFETY: offsets from the counts, columns below 97, eids a permutation.
+        let csr = unsafe { CsrView::new_unchecked(&indptr, &cols, &eids, 97) };
+        // SAFETY: every destination is below `n`.
+        let edge_dst = unsafe { EdgeDst::new_unchecked(&dst, n) };
+        let x: Vec<f32> = (0..e * d).map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.173).collect();
+        let g: Vec<f32> = (0..e * d).map(|i| ((i * 53 % 89) as f32 - 44.0) * 0.011).collect();
+        let mut outs = Vec::new();
+        let mut row_order = aligned_filled(e * d, 0f32);
+        dispatch(
+            level,
+            d,
+            narrow,
+            RowDispatch(RowOrder { csr, x: &x, d, out: SharedMut::new(&mut row_order), prefetch: 2 }),
+        );
+        let mut table = aligned_filled(n * 2 * d, 0f32);
+        dispatch(
+            level,
+            d,
+            narrow,
+            RowDispatch(MaxSum { csr, x: &x, d, table: SharedMut::new(&mut table), prefetch: 2 }),
+        );
+        let mut two_phase = aligned_filled(e * d, 0f32);
+        let out = SharedMut::new(&mut two_phase);
+        dispatch(
+            level,
+            d,
+            narrow,
+            EdgeDispatch(Normalize { dst: edge_dst, x: &x, d, table: &table, out, prefetch: 2 }),
+        );
+        let y = &row_order;
+        let mut back = aligned_filled(e * d, 0f32);
+        let out = SharedMut::new(&mut back);
+        dispatch(level, d, narrow, RowDispatch(RowOrderBackward { csr, y, g: &g, d, out, prefetch: 2 }));
+        let mut dots = aligned_filled(n * d, 0f32);
+        let table = SharedMut::new(&mut dots);
+        dispatch(level, d, narrow, RowDispatch(RowDot { csr, y, g: &g, d, table, prefetch: 2 }));
+        let mut back2 = aligned_filled(e * d, 0f32);
+        let out = SharedMut::new(&mut back2);
+        dispatch(
+            level,
+            d,
+            narrow,
+            EdgeDispatch(Gradient { dst: edge_dst, y, g: &g, d, table: &dots, out, prefetch: 2 }),
+        );
+        for v in [&row_order, &two_phase, &back, &back2] {
+            outs.extend(v.iter().map(|f| f.to_bits()));
+        }
+        outs
+    }
+
+    /// The narrow-row tokens (`with_row_token`) compute every softmax pass
+    /// bitwise as the level's own token does: same operations lane for lane.
+    #[test]
+    fn narrow_row_tokens_give_the_wide_tokens_bits() {
+        for level in [IsaLevel::Avx2, IsaLevel::Avx512].into_iter().filter(|l| l.is_supported()) {
+            for d in [1, 2, 3, 4, 5, 8] {
+                let (wide, narrow) = (all_outputs(level, d, false), all_outputs(level, d, true));
+                assert!(wide.iter().any(|&b| b != 0), "{}, d = {d}: outputs written", level.name());
+                assert!(wide == narrow, "{}, d = {d}: narrow token differs from the level's own", level.name());
+            }
+        }
+    }
+}
