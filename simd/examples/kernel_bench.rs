@@ -5,6 +5,7 @@
 //! cargo run --release -p gnnkern-simd --example kernel_bench -- \
 //!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate] \
 //!     [--ops spmm,sddmm,softmax,argback] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128] [--stage-window N]
+//!     [--range-shapes RxC,...]
 //! ```
 //!
 //! `--only` keeps the g-SpMM / g-SDDMM cases of the named ops;
@@ -13,7 +14,9 @@
 //! with a staged edge operand, with windows of `N` edge ids instead of the
 //! cache-sized default.
 //!
-//! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits).
+//! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits);
+//! `--range-shapes 16384x32768,4096x32768` times the range scheme at each
+//! (destinations per range)x(edge ids per chunk) instead of the rule's shape.
 //!
 //! `--ops argback` (not in the default list) times copy_u_max's source
 //! gradient with the max/min backward's two kernels, `arg_pull` and
@@ -152,6 +155,10 @@ struct Bench<'a> {
     /// `--stage-window N`: the windows of the staged g-SDDMM variants and of
     /// g-SpMM's staged edge operands (default: sized from the cache budget).
     staged: Staging,
+    /// `--range-shapes ROWSxCHUNK,...`: the edge softmax range scheme's
+    /// shapes (destinations per range, edge ids per chunk) instead of
+    /// `softmax_ranges_shape`'s.
+    range_shapes: Vec<(usize, usize)>,
 }
 
 impl Bench<'_> {
@@ -349,14 +356,18 @@ impl Bench<'_> {
         }
         // Destination ranges: the walk order is built once per graph (the
         // backend caches it), so it is not timed.
-        let (rows, chunk) = softmax_ranges_shape(heads);
-        let walk = RangeChunks::build(dst, rows, chunk);
-        let ms = median_ms(self.reps, || {
-            edge_softmax_ranges(&walk, &logits[..e * heads], heads, &mut out).unwrap();
-        });
-        let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
-        let variant = format!("ranges {}x{rows}, chunks of {chunk}", walk.num_ranges());
-        self.report("edge_softmax", heads, &variant, ms, bytes, sum);
+        let shapes =
+            if self.range_shapes.is_empty() { vec![softmax_ranges_shape(heads)] } else { self.range_shapes.clone() };
+        for (rows, chunk) in shapes {
+            let walk = RangeChunks::build(dst, rows, chunk);
+            let ms = median_ms(self.reps, || {
+                edge_softmax_ranges(&walk, &logits[..e * heads], heads, &mut out).unwrap();
+            });
+            let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+            let variant =
+                format!("ranges {}x{}, chunks of {}", walk.num_ranges(), walk.rows_per_range(), walk.chunk_edges());
+            self.report("edge_softmax", heads, &variant, ms, bytes, sum);
+        }
     }
 }
 
@@ -400,7 +411,15 @@ fn run(args: &[String]) {
         "" => Staging::On,
         n => Staging::Windows(n.parse().unwrap()),
     };
-    let b = Bench { graph: &name, csr: in_csr, out_csr, reps, only, staged };
+    let range_shapes = get("--range-shapes", "")
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let (rows, chunk) = s.split_once('x').expect("--range-shapes ROWSxCHUNK,...");
+            (rows.parse().unwrap(), chunk.parse().unwrap())
+        })
+        .collect();
+    let b = Bench { graph: &name, csr: in_csr, out_csr, reps, only, staged, range_shapes };
     eprintln!(
         "cache: {:?}; model budget {} bytes; threads {}",
         CacheInfo::get(),

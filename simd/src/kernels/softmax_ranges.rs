@@ -9,8 +9,10 @@
 //! ranges of R consecutive destinations (R·2·row bytes ≤ half the budget);
 //! walk order: chunk by chunk, within a chunk range by range, within a
 //! (chunk, range) segment ascending edge id.
-//!   gather:  out[walk i] = x[chunk start + local[i]]       (per chunk: x read once, in cache)
+//!   gather:  copy[i] = x[chunk start + local[i]], then the chunk's walk rows of out = copy,
+//!            streamed                                      (per chunk: x read once, in cache)
 //!   ranges:  per range, over its segments of every chunk:
+//!              (v = the range's first destination + row[i], a u16)
 //!              m[v] = max(m[v], out[i]);  then  out[i] = exp(out[i] − m[v]), s[v] += out[i];
 //!              then out[i] = out[i] / s[v]                   (the range's [m | s] table in cache)
 //!   scatter: per chunk, copy its walk-ordered rows aside, out[start + local[i]] = copy[i]
@@ -20,7 +22,12 @@
 //! range's table and a chunk's copy per worker (both within the budget).
 //! Every access is sequential or inside a cached chunk or table, except the
 //! ranges' segments, which are `E / (chunks · ranges)` rows long (~512
-//! four-head rows, 8 KiB, on 2^24 edges).
+//! four-head rows, 8 KiB, on 2^24 edges). Two things keep the bytes down:
+//! the gathered chunk reaches `out` by non-temporal stores, so `out`'s lines
+//! are not read for ownership first, and the walk order holds each
+//! position's destination as a 16-bit offset in its range, so the three
+//! loops over a range read 2 bytes per position beside its row instead of
+//! `sizeof(I)`.
 //!
 //! Each destination sees its edges in ascending edge id, so the result is
 //! bitwise the row-order scheme's over an in-CSR whose rows list their edge
@@ -32,8 +39,10 @@
 //! edges, 4 heads, `kernel_bench`, the schemes back to back): 201-214 ms
 //! uniform and 211-213 ms RMAT, against 239-242 and 263-272 ms for two
 //! phases and 278-367 ms for row order
-//! (`perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges.tsv`;
-//! docs/PERFORMANCE.md, "Edge softmax over destination ranges").
+//! (`perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges.tsv`); the
+//! streamed gather and 16-bit destinations are measured in
+//! `perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-bytes.tsv`
+//! (docs/PERFORMANCE.md, "Edge softmax over destination ranges").
 
 use super::common::{SharedMut, balanced_bounds, num_parts};
 use super::softmax::{load, store};
@@ -49,11 +58,14 @@ use rayon::prelude::*;
 /// The most edges one chunk holds: chunk-local edge ids are `u16`.
 pub const MAX_CHUNK_EDGES: usize = 1 << 16;
 
+/// The most destinations one range holds: range-local destinations are `u16`.
+pub const MAX_RANGE_ROWS: usize = 1 << 16;
+
 /// The walk order of one graph's edges for [`edge_softmax_ranges`]: see the
-/// module docs. Built once per graph and shape; it costs
-/// `E · (sizeof(I) + 2)` bytes plus 4 bytes per (chunk, range) pair.
+/// module docs. Built once per graph and shape; it costs `4 E` bytes plus
+/// 4 bytes per (chunk, range) pair.
 #[derive(Debug)]
-pub struct RangeChunks<I: Index> {
+pub struct RangeChunks {
     range_shift: u32,
     num_ranges: usize,
     chunk_edges: usize,
@@ -62,41 +74,42 @@ pub struct RangeChunks<I: Index> {
     starts: Vec<u32>,
     /// Edges per range, as a prefix sum (`num_ranges + 1`).
     range_edges: Vec<usize>,
-    /// Destination of each walk position.
-    dst: Vec<I>,
+    /// Destination of each walk position, less its range's first.
+    row: Vec<u16>,
     /// Edge id of each walk position, less its chunk's first id.
     local: Vec<u16>,
 }
 
 /// The shape [`edge_softmax_ranges`] is built for with `row_len` floats per
 /// edge: `(rows per range, edges per chunk)`, each table slice and each
-/// chunk within half the cache budget; rows per range a power of two.
+/// chunk within half the cache budget; rows per range a power of two of at
+/// most [`MAX_RANGE_ROWS`].
 pub fn softmax_ranges_shape(row_len: usize) -> (usize, usize) {
     let half = cache_budget() / 2;
     let row_bytes = 4 * row_len.max(1);
     let rows = (half / (2 * row_bytes)).max(1);
     let rows = if rows.is_power_of_two() { rows } else { rows.next_power_of_two() / 2 };
-    (rows, (half / row_bytes).clamp(1, MAX_CHUNK_EDGES))
+    (rows.min(MAX_RANGE_ROWS), (half / row_bytes).clamp(1, MAX_CHUNK_EDGES))
 }
 
-impl<I: Index> RangeChunks<I> {
+impl RangeChunks {
     /// Orders the edges of `dst` by chunks of `chunk_edges` ids (clamped to
     /// `1 ..= MAX_CHUNK_EDGES`) and ranges of `rows_per_range` destinations
-    /// (rounded up to a power of two).
-    pub fn build(dst: EdgeDst<'_, I>, rows_per_range: usize, chunk_edges: usize) -> Self {
+    /// (clamped to `1 ..= MAX_RANGE_ROWS`, rounded up to a power of two).
+    pub fn build<I: Index>(dst: EdgeDst<'_, I>, rows_per_range: usize, chunk_edges: usize) -> Self {
         let ids = dst.ids();
         let (e, num_dst) = (ids.len(), dst.num_dst());
-        let rows = rows_per_range.max(1).next_power_of_two();
+        let rows = rows_per_range.clamp(1, MAX_RANGE_ROWS).next_power_of_two();
         let shift = rows.trailing_zeros();
         let ranges = num_dst.div_ceil(rows).max(1);
         let chunk_edges = chunk_edges.clamp(1, MAX_CHUNK_EDGES);
         let mut starts = vec![0u32; e.div_ceil(chunk_edges) * (ranges + 1)];
-        let (mut walk_dst, mut local) = (vec![I::default(); e], vec![0u16; e]);
+        let (mut row, mut local) = (vec![0u16; e], vec![0u16; e]);
         starts
             .par_chunks_mut(ranges + 1)
-            .zip(walk_dst.par_chunks_mut(chunk_edges).zip(local.par_chunks_mut(chunk_edges)))
+            .zip(row.par_chunks_mut(chunk_edges).zip(local.par_chunks_mut(chunk_edges)))
             .zip(ids.par_chunks(chunk_edges))
-            .for_each(|((start, (walk_dst, local)), ids)| {
+            .for_each(|((start, (row, local)), ids)| {
                 ids.iter().for_each(|v| start[(v.to_usize() >> shift) + 1] += 1);
                 for r in 0..ranges {
                     start[r + 1] += start[r];
@@ -104,8 +117,8 @@ impl<I: Index> RangeChunks<I> {
                 let mut next: Vec<u32> = start[..ranges].to_vec();
                 for (k, &v) in ids.iter().enumerate() {
                     let at = &mut next[v.to_usize() >> shift];
-                    walk_dst[*at as usize] = v;
-                    // `k < chunk_edges <= 2^16`.
+                    // `v mod rows < rows <= 2^16` and `k < chunk_edges <= 2^16`.
+                    row[*at as usize] = (v.to_usize() & (rows - 1)) as u16;
                     local[*at as usize] = k as u16;
                     *at += 1;
                 }
@@ -119,7 +132,7 @@ impl<I: Index> RangeChunks<I> {
         for r in 0..ranges {
             range_edges[r + 1] += range_edges[r];
         }
-        Self { range_shift: shift, num_ranges: ranges, chunk_edges, num_dst, starts, range_edges, dst: walk_dst, local }
+        Self { range_shift: shift, num_ranges: ranges, chunk_edges, num_dst, starts, range_edges, row, local }
     }
 
     /// Destinations per range.
@@ -139,12 +152,12 @@ impl<I: Index> RangeChunks<I> {
 
     /// Number of edges.
     pub fn num_edges(&self) -> usize {
-        self.dst.len()
+        self.row.len()
     }
 
     /// Heap bytes of the walk order.
     pub fn bytes(&self) -> usize {
-        self.dst.len() * (std::mem::size_of::<I>() + 2) + self.starts.len() * 4 + self.range_edges.len() * 8
+        self.row.len() * 4 + self.starts.len() * 4 + self.range_edges.len() * 8
     }
 
     fn num_chunks(&self) -> usize {
@@ -168,8 +181,8 @@ impl<I: Index> RangeChunks<I> {
 /// `out = edge_softmax(logits)` over each destination's in-edges, with
 /// `row_len` floats per edge, in the walk order `chunks` of the graph's
 /// edge destinations (see the module docs).
-pub fn edge_softmax_ranges<I: Index>(
-    chunks: &RangeChunks<I>,
+pub fn edge_softmax_ranges(
+    chunks: &RangeChunks,
     logits: &[f32],
     row_len: usize,
     out: &mut [f32],
@@ -186,24 +199,26 @@ pub fn edge_softmax_ranges<I: Index>(
 }
 
 #[derive(Clone, Copy)]
-struct Passes<'a, I: Index> {
-    chunks: &'a RangeChunks<I>,
+struct Passes<'a> {
+    chunks: &'a RangeChunks,
     x: &'a [f32],
     d: usize,
     out: SharedMut<f32>,
 }
 
-impl<I: Index> Task for Passes<'_, I> {
+impl Task for Passes<'_> {
     type Output = ();
     fn run<S: Simd>(self, s: S) {
         let c = self.chunks;
-        (0..c.num_chunks()).into_par_iter().for_each(|k| s.vectorize(Gather { p: self, chunk: k }));
+        let copy = || aligned_filled(c.chunk_edges * self.d, 0f32);
+        (0..c.num_chunks())
+            .into_par_iter()
+            .for_each_init(copy, |copy, k| s.vectorize(Gather { p: self, chunk: k, copy: SharedMut::new(copy) }));
         let bounds = balanced_bounds(c.num_ranges, num_parts(c.num_edges() * self.d), |r| c.range_edges[r]);
         bounds.par_windows(2).for_each(|w| s.vectorize(Ranges { p: self, ranges: w[0]..w[1] }));
-        (0..c.num_chunks()).into_par_iter().for_each_init(
-            || aligned_filled(c.chunk_edges * self.d, 0f32),
-            |copy, k| s.vectorize(Scatter { p: self, chunk: k, copy: SharedMut::new(copy) }),
-        );
+        (0..c.num_chunks())
+            .into_par_iter()
+            .for_each_init(copy, |copy, k| s.vectorize(Scatter { p: self, chunk: k, copy: SharedMut::new(copy) }));
     }
 }
 
@@ -222,36 +237,68 @@ unsafe fn copy_row<S: Simd>(s: S, from: *const f32, to: *mut f32, d: usize) {
     }
 }
 
-struct Gather<'a, I: Index> {
-    p: Passes<'a, I>,
+struct Gather<'a> {
+    p: Passes<'a>,
     chunk: usize,
+    /// This worker's `chunk_edges × d` floats.
+    copy: SharedMut<f32>,
 }
 
-impl<I: Index> Task for Gather<'_, I> {
+impl Task for Gather<'_> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
         let (c, d, x) = (self.p.chunks, self.p.d, self.p.x.as_ptr());
-        let first = c.chunk(self.chunk).start;
-        for i in c.chunk(self.chunk) {
-            // SAFETY: `build` gave position `i` of this chunk a local id below
-            // the chunk's length, so `first + local < E` and the logits row is
-            // inside the checked `E·d`; `i < E` likewise for `out`, whose
-            // chunk positions only this task writes.
-            unsafe {
+        let std::ops::Range { start: first, end } = c.chunk(self.chunk);
+        // SAFETY: `build` gave each position `i` of this chunk a local id
+        // below the chunk's length, so `first + local < E` and the logits row
+        // is inside the checked `E·d`; the worker's copy holds the chunk's
+        // `(end − first)·d <= chunk_edges·d` floats; the chunk's rows
+        // `first·d .. end·d` of `out` belong to this task (chunks are disjoint).
+        unsafe {
+            for i in first..end {
                 let from = x.add((first + *c.local.get_unchecked(i) as usize) * d);
-                copy_row(s, from, self.p.out.at(i * d), d);
+                copy_row(s, from, self.copy.at((i - first) * d), d);
             }
+            stream_floats(s, self.copy.at(0), self.p.out.at(first * d), (end - first) * d);
         }
     }
 }
 
-struct Ranges<'a, I: Index> {
-    p: Passes<'a, I>,
+/// Copies `n` floats from `from` to `to`, the whole vectors at aligned
+/// addresses by non-temporal stores: the gathered chunk goes to `out`
+/// without `out`'s lines being read for ownership first (on the model-167
+/// Xeon VM the uniform graph's gather took 50–57 ms instead of 73, RMAT's
+/// was level; docs/PERFORMANCE.md, "Edge softmax over destination ranges").
+///
+/// # Safety
+/// `from` readable and `to` writable for `n` floats, not overlapping.
+#[inline(always)]
+unsafe fn stream_floats<S: Simd>(s: S, from: *const f32, to: *mut f32, n: usize) {
+    let lanes = S::LANES;
+    // `to` is a float pointer, so fewer than LANES floats reach alignment.
+    let head = (0..lanes.min(n)).find(|&j| (to.wrapping_add(j) as usize).is_multiple_of(4 * lanes)).unwrap_or(n);
+    let body = head + (n - head) / lanes * lanes;
+    // SAFETY: every index is below `n`, forwarded from the caller; the
+    // streamed vectors start at `head`, aligned to `4·LANES` bytes, and
+    // step by whole vectors.
+    unsafe {
+        for j in (0..head).chain(body..n) {
+            *to.add(j) = *from.add(j);
+        }
+        for j in (head..body).step_by(lanes) {
+            s.stream(to.add(j), s.load(from.add(j)));
+        }
+    }
+    s.store_fence();
+}
+
+struct Ranges<'a> {
+    p: Passes<'a>,
     ranges: std::ops::Range<usize>,
 }
 
-impl<I: Index> Task for Ranges<'_, I> {
+impl Task for Ranges<'_> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
@@ -270,10 +317,11 @@ impl<I: Index> Task for Ranges<'_, I> {
             // `i·d .. i·d + d` are inside the checked `out`, and only this
             // task touches range `r`'s positions; their destinations lie in
             // `base .. base + live` (`build` put them in range `r`, and they
-            // are below `num_dst`), so table rows `(v − base)·2d` of `2d`
-            // floats are inside `table`.
+            // are below `num_dst`), so their offsets `row[i] = v − base` are
+            // below `live` and table rows `row[i]·2d` of `2d` floats are
+            // inside `table`.
             unsafe {
-                let row_of = |i: usize| t.add((c.dst.get_unchecked(i).to_usize() - base) * 2 * d);
+                let row_of = |i: usize| t.add(*c.row.get_unchecked(i) as usize * 2 * d);
                 each_position(c, r, |i| {
                     let (m, o) = (row_of(i), self.p.out.at(i * d));
                     each_vector::<S>(d, |j, len| {
@@ -301,7 +349,7 @@ impl<I: Index> Task for Ranges<'_, I> {
 
 /// Calls `f(i)` for every walk position `i` of range `r`, segment by segment.
 #[inline(always)]
-fn each_position<I: Index>(c: &RangeChunks<I>, r: usize, mut f: impl FnMut(usize)) {
+fn each_position(c: &RangeChunks, r: usize, mut f: impl FnMut(usize)) {
     for k in 0..c.num_chunks() {
         for i in c.segment(k, r) {
             f(i);
@@ -320,14 +368,14 @@ fn each_vector<S: Simd>(d: usize, mut f: impl FnMut(usize, usize)) {
     }
 }
 
-struct Scatter<'a, I: Index> {
-    p: Passes<'a, I>,
+struct Scatter<'a> {
+    p: Passes<'a>,
     chunk: usize,
     /// This worker's `chunk_edges × d` floats.
     copy: SharedMut<f32>,
 }
 
-impl<I: Index> Task for Scatter<'_, I> {
+impl Task for Scatter<'_> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
@@ -353,13 +401,22 @@ mod tests {
 
     #[test]
     fn chunks_hold_every_edge_once_by_range_in_id_order() {
-        let (n, e) = (37usize, 5_000usize);
-        let ids: Vec<i32> = (0..e).map(|i| ((i * 2_654_435_761usize) % n) as i32).collect();
-        // SAFETY: every id is below `n`.
-        let dst = unsafe { EdgeDst::new_unchecked(&ids, n) };
-        for (rows, chunk) in [(1, 7), (4, 64), (8, 1000), (64, 5_000), (3, MAX_CHUNK_EDGES + 9)] {
+        let e = 5_000usize;
+        // The last shape asks for more destinations per range than a `u16`
+        // offset holds: it gets `MAX_RANGE_ROWS`, two ranges of 70,000.
+        for (n, rows, chunk) in [
+            (37, 1, 7),
+            (37, 4, 64),
+            (37, 8, 1000),
+            (37, 64, 5_000),
+            (37, 3, MAX_CHUNK_EDGES + 9),
+            (70_000, 1 << 20, 512),
+        ] {
+            let ids: Vec<i32> = (0..e).map(|i| ((i * 2_654_435_761usize) % n) as i32).collect();
+            // SAFETY: every id is below `n`.
+            let dst = unsafe { EdgeDst::new_unchecked(&ids, n) };
             let w = RangeChunks::build(dst, rows, chunk);
-            assert_eq!(w.rows_per_range(), rows.next_power_of_two());
+            assert_eq!(w.rows_per_range(), rows.min(MAX_RANGE_ROWS).next_power_of_two());
             assert_eq!(w.num_ranges(), n.div_ceil(w.rows_per_range()));
             assert_eq!(w.chunk_edges(), chunk.min(MAX_CHUNK_EDGES));
             let mut seen = vec![false; e];
@@ -371,8 +428,8 @@ mod tests {
                         let id = k * w.chunk_edges() + w.local[i] as usize;
                         assert!(!seen[id], "edge {id} twice");
                         seen[id] = true;
-                        assert_eq!(w.dst[i], ids[id], "destination of edge {id}");
-                        assert_eq!(ids[id] as usize / w.rows_per_range(), r, "range of edge {id}");
+                        let v = r * w.rows_per_range() + w.row[i] as usize;
+                        assert_eq!(v, ids[id] as usize, "destination of edge {id}");
                         assert!(prev < Some(id), "range {r} in ascending edge id");
                         prev = Some(id);
                         count += 1;

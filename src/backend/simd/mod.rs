@@ -188,9 +188,8 @@ pub fn cache_bytes<I: Index>(graph: &Graph<I>) -> usize {
     let parts =
         graph.cached_if_built::<PartitionCache<I>>().map_or(0, |c| lock(&c.parts).iter().map(|p| p.bytes()).sum());
     let rows = graph.cached_if_built::<softmax::EdgeOrderedRows<I>>().map_or(0, |r| r.bytes());
-    let ranges = graph
-        .cached_if_built::<softmax::RangeCache<I>>()
-        .map_or(0, |c| lock(&c.0).iter().map(|(_, w)| w.bytes()).sum());
+    let ranges =
+        graph.cached_if_built::<softmax::RangeCache>().map_or(0, |c| lock(&c.0).iter().map(|(_, w)| w.bytes()).sum());
     blocked + parts + rows + ranges
 }
 

@@ -52,17 +52,12 @@ impl<I: Index> EdgeOrderedRows<I> {
 /// The range scheme's walk orders of one graph orientation, one per row
 /// length it ran with (the shape follows the row length); dropped when no
 /// trial keeps or times the scheme.
-pub(super) struct RangeCache<I: Index>(pub(super) Mutex<Vec<(usize, Arc<RangeChunks<I>>)>>);
-
-impl<I: Index> Default for RangeCache<I> {
-    fn default() -> Self {
-        Self(Mutex::new(Vec::new()))
-    }
-}
+#[derive(Default)]
+pub(super) struct RangeCache(pub(super) Mutex<Vec<(usize, Arc<RangeChunks>)>>);
 
 /// The cached walk order for rows of `row_len` floats.
-fn range_chunks<I: Index>(graph: &Graph<I>, row_len: usize) -> Result<Arc<RangeChunks<I>>> {
-    let cache = graph.cached(|| Ok(RangeCache::<I>::default()))?;
+fn range_chunks<I: Index>(graph: &Graph<I>, row_len: usize) -> Result<Arc<RangeChunks>> {
+    let cache = graph.cached(|| Ok(RangeCache::default()))?;
     let mut walks = lock(&cache.0);
     if let Some((_, w)) = walks.iter().find(|(len, _)| *len == row_len) {
         return Ok(Arc::clone(w));
@@ -122,7 +117,7 @@ pub(super) fn forward<I: Index>(graph: &Graph<I>, logits: &[f32], d: usize, out:
     })?;
     if decided.is_some()
         && !trials::nominee_in_use::<I, SoftmaxNominee>(graph, |p| *p == SoftmaxNominee::Ranges)
-        && let Some(cache) = graph.cached_if_built::<RangeCache<I>>()
+        && let Some(cache) = graph.cached_if_built::<RangeCache>()
     {
         lock(&cache.0).clear();
     }
