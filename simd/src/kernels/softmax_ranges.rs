@@ -268,7 +268,7 @@ impl Task for Gather<'_> {
 /// Copies `n` floats from `from` to `to`, the whole vectors at aligned
 /// addresses by non-temporal stores: the gathered chunk goes to `out`
 /// without `out`'s lines being read for ownership first (on the model-167
-/// Xeon VM the uniform graph's gather took 50–57 ms instead of 73, RMAT's
+/// Xeon VM the uniform graph's gather took 51–57 ms instead of 73, RMAT's
 /// was level; docs/PERFORMANCE.md, "Edge softmax over destination ranges").
 ///
 /// # Safety
@@ -403,7 +403,8 @@ mod tests {
     fn chunks_hold_every_edge_once_by_range_in_id_order() {
         let e = 5_000usize;
         // The last shape asks for more destinations per range than a `u16`
-        // offset holds: it gets `MAX_RANGE_ROWS`, two ranges of 70,000.
+        // offset holds: it gets `MAX_RANGE_ROWS`, so 70,000 destinations make two
+        // ranges, and offsets up to 2^16 − 1 are stored.
         for (n, rows, chunk) in [
             (37, 1, 7),
             (37, 4, 64),
