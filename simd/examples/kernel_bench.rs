@@ -337,7 +337,8 @@ impl Bench<'_> {
         assert!(bits(&results[0]) == bits(&results[1]), "pulled and scattered gradients differ");
     }
 
-    /// Edge softmax over `[E, heads]` logits, row-order and two-phase.
+    /// Edge softmax over `[E, heads]` logits: row order, two phases, and
+    /// destination ranges at the rule's shape or each `--range-shapes` shape.
     fn softmax(&self, heads: usize, logits: &[f32], dst: EdgeDst<'_, i32>) {
         let e = self.csr.num_edges();
         let mut out = aligned_filled(e * heads, 0f32);
