@@ -5,14 +5,15 @@
 //! cargo run --release -p gnnkern-simd --example kernel_bench -- \
 //!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate] \
 //!     [--ops spmm,sddmm,softmax,argback] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128] [--stage-window N]
-//!     [--range-shapes RxC,...]
+//!     [--range-shapes RxC,...] [--block-sources N]
 //! ```
 //!
 //! `--only` keeps the g-SpMM / g-SDDMM cases of the named ops;
 //! `--prefetch-lines` sets `Tuning::prefetch_lines` for every case;
 //! `--stage-window N` runs the staged g-SDDMM cases, and g-SpMM's cases
 //! with a staged edge operand, with windows of `N` edge ids instead of the
-//! cache-sized default.
+//! cache-sized default; `--block-sources N` cuts the blocked cases' sources
+//! into blocks of `N` instead of the model's cache budget.
 //!
 //! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits);
 //! `--range-shapes 16384x32768,4096x32768` times the range scheme at each
@@ -437,8 +438,14 @@ fn run(args: &[String]) {
     w.iter_mut().for_each(|v| *v = rng.unit() as f32);
     // The model's choice for the sources at d floats per row (None: plain).
     let budget = cache_budget();
+    // `--block-sources N`: every d's layout cuts the sources into blocks of N
+    // (the backend's plan on a VM whose L3 sizes the blocks, for example).
+    let block_sources = |d: usize| match get("--block-sources", "").as_str() {
+        "" => (budget / (4 * d)).max(1),
+        n => n.parse().expect("--block-sources N"),
+    };
     let layouts: std::collections::HashMap<usize, BlockedCsr<i32>> =
-        ds.iter().map(|&d| (d, BlockedCsr::build(&in_csr, (budget / (4 * d)).max(1)))).collect();
+        ds.iter().map(|&d| (d, BlockedCsr::build(&in_csr, block_sources(d)))).collect();
     for &d in &ds {
         let x = &x[..n * d];
         if ops.contains("spmm") {

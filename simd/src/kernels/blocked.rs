@@ -8,7 +8,9 @@
 //!
 //! ```text
 //! block b: entries block_ptr[b] .. block_ptr[b+1]
-//! entry j: row rows[j], slots cum[j] .. cum[j+1] of cols[] and eids[]
+//! entry j: row rows[j], slots cum[j] .. cum[j+1] of cols[] and eids[],
+//!          ends[j]: whether j is its row's first entry (OPENS, lowest block)
+//!          and its last (CLOSES, highest block)
 //! ```
 //!
 //! A blocked pass therefore streams `rows`, `cum`, `cols` (and `eids` when
@@ -47,11 +49,21 @@ pub struct BlockedCsr<I: Index> {
     rows: Vec<I>,
     /// Slot offsets per entry (`num_entries + 1`, starting at 0).
     cum: Vec<I>,
+    /// [`OPENS`] and [`CLOSES`] bits of each entry. A pass starts a row's
+    /// output from the reducer's identity at its opening entry instead of
+    /// reading it, and finishes the row (a mean's division) at its closing
+    /// one, so no pass over the whole output precedes or follows the blocks.
+    ends: Vec<u8>,
     /// Source id of each slot, block-major.
     cols: Vec<I>,
     /// Edge id of each slot, block-major.
     eids: Vec<I>,
 }
+
+/// [`BlockedCsr`] entry bit: the row's first entry.
+const OPENS: u8 = 1;
+/// [`BlockedCsr`] entry bit: the row's last entry.
+const CLOSES: u8 = 2;
 
 /// Entry and slot counts of one (part of the rows, block) pair.
 #[derive(Clone, Copy, Default)]
@@ -103,8 +115,9 @@ impl<I: Index> BlockedCsr<I> {
         debug_assert_eq!(next.slots, e);
         let mut rows = vec![I::default(); next.entries];
         let mut cum = vec![I::default(); next.entries + 1];
+        let mut ends = vec![0u8; next.entries];
         let (mut cols, mut eids) = (vec![I::default(); e], vec![I::default(); e]);
-        let (rows_w, cum_w) = (SharedMut::new(&mut rows), SharedMut::new(&mut cum));
+        let (rows_w, cum_w, ends_w) = (SharedMut::new(&mut rows), SharedMut::new(&mut cum), SharedMut::new(&mut ends));
         let (cols_w, eids_w) = (SharedMut::new(&mut cols), SharedMut::new(&mut eids));
         let (indices, csr_eids) = (csr.indices(), csr.eids());
         bounds.par_windows(2).zip(starts).for_each(|(w, mut next)| {
@@ -120,6 +133,8 @@ impl<I: Index> BlockedCsr<I> {
                 unsafe {
                     *rows_w.at(at.entries) = I::from_usize(v);
                     *cum_w.at(at.entries + 1) = I::from_usize(end);
+                    let (opens, closes) = (slots.start == indptr[v].to_usize(), slots.end == indptr[v + 1].to_usize());
+                    *ends_w.at(at.entries) = if opens { OPENS } else { 0 } | if closes { CLOSES } else { 0 };
                     std::ptr::copy_nonoverlapping(indices.as_ptr().add(slots.start), cols_w.at(at.slots), slots.len());
                     std::ptr::copy_nonoverlapping(csr_eids.as_ptr().add(slots.start), eids_w.at(at.slots), slots.len());
                 }
@@ -135,6 +150,7 @@ impl<I: Index> BlockedCsr<I> {
             block_ptr,
             rows,
             cum,
+            ends,
             cols,
             eids,
         }
@@ -159,6 +175,7 @@ impl<I: Index> BlockedCsr<I> {
     pub fn bytes(&self) -> usize {
         self.block_ptr.len() * std::mem::size_of::<usize>()
             + (self.rows.len() + self.cum.len() + self.cols.len() + self.eids.len()) * std::mem::size_of::<I>()
+            + self.ends.len()
     }
 
     /// Whether the layout was built from a CSR of this shape: what keeps its
@@ -176,6 +193,20 @@ impl<I: Index> BlockedCsr<I> {
     #[inline(always)]
     pub(crate) fn entry(&self, j: usize) -> (usize, std::ops::Range<usize>) {
         (self.rows[j].to_usize(), self.cum[j].to_usize()..self.cum[j + 1].to_usize())
+    }
+
+    /// Whether entry `j` is its row's first (the row's lowest block): its
+    /// row has seen no message before it in a pass.
+    #[inline(always)]
+    pub(crate) fn opens_row(&self, j: usize) -> bool {
+        self.ends[j] & OPENS != 0
+    }
+
+    /// Whether entry `j` is its row's last (the row's highest block): no
+    /// message of the row follows it in a pass.
+    #[inline(always)]
+    pub(crate) fn closes_row(&self, j: usize) -> bool {
+        self.ends[j] & CLOSES != 0
     }
 
     /// Slots before entry `j` (over all blocks): the weight prefix for balancing.
@@ -270,7 +301,13 @@ mod tests {
         );
         assert!(b.matches(&csr));
         assert_eq!(b.num_entries(), 5);
-        assert_eq!(b.bytes(), 4 * 8 + (5 + 6 + 8 + 8) * 4);
+        // Row 0 opens in block 0, row 2 too; their later entries do not.
+        let opens: Vec<bool> = (0..5).map(|j| b.opens_row(j)).collect();
+        assert_eq!(opens, [true, true, false, false, false]);
+        // Row 0 closes in block 2, row 2 too.
+        let closes: Vec<bool> = (0..5).map(|j| b.closes_row(j)).collect();
+        assert_eq!(closes, [false, false, false, true, true]);
+        assert_eq!(b.bytes(), 4 * 8 + (5 + 6 + 8 + 8) * 4 + 5);
     }
 
     #[test]
@@ -312,6 +349,23 @@ mod tests {
                 }
             }
             assert_eq!(pieces(&b), want, "block size {bs}");
+            // An entry opens its row iff no lower block holds the row, and
+            // closes it iff no higher block does.
+            let (mut first, mut last) = (vec![None; n], vec![None; n]);
+            for blk in 0..b.num_blocks() {
+                for j in b.block(blk) {
+                    let v = b.entry(j).0;
+                    first[v] = first[v].or(Some(j));
+                    last[v] = Some(j);
+                }
+            }
+            for blk in 0..b.num_blocks() {
+                for j in b.block(blk) {
+                    let v = b.entry(j).0;
+                    assert_eq!(b.opens_row(j), first[v] == Some(j), "block size {bs}, entry {j}");
+                    assert_eq!(b.closes_row(j), last[v] == Some(j), "block size {bs}, entry {j}");
+                }
+            }
         }
     }
 }

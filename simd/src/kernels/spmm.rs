@@ -904,13 +904,14 @@ fn blocked_pass<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
     mut arg_u: Option<&mut [I]>,
     mut arg_e: Option<&mut [I]>,
 ) {
-    out.par_iter_mut().for_each(|x| *x = R::IDENTITY);
+    // No identity fill: a row's first entry (`BlockedCsr::opens_row`)
+    // starts from the identity in registers (and writes `NONE` for lanes
+    // without a winner), and `finalize_rows` fills the rows without
+    // entries, so no output row is read before a pass wrote it. The fill
+    // was a whole extra write of `out` (512 MiB at 2^20 rows of d = 128).
     // With args, the winning block-major slot is kept in whichever arg
     // output exists and turned into ids by `finalize_rows`.
-    let mut winners: Option<&mut [I]> = if ARGS { arg_u.as_deref_mut().or(arg_e.as_deref_mut()) } else { None };
-    if let Some(w) = winners.as_deref_mut() {
-        w.par_iter_mut().for_each(|x| *x = I::NONE);
-    }
+    let winners: Option<&mut [I]> = if ARGS { arg_u.as_deref_mut().or(arg_e.as_deref_mut()) } else { None };
     let out_ptr = SharedMut::new(out);
     let win_ptr = winners.map(SharedMut::new);
     let ids = EdgeIds { cols: layout.cols(), eids: layout.eids() };
@@ -951,6 +952,7 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for BlockRows<'_,
         let BlockRows { ctx, layout, entries, out, winners, .. } = self;
         for j in entries {
             let (v, edges) = layout.entry(j);
+            let ends = (layout.opens_row(j), layout.closes_row(j));
             // SAFETY: within one block each row appears in one entry, and
             // the entries of a block are split into disjoint ranges across
             // workers, so this task alone touches row `v` now. The row is in
@@ -960,16 +962,28 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for BlockRows<'_,
                 let out_row = out.at(v * ctx.out_len);
                 let win_row = winners.map(|w| w.at(v * ctx.out_len));
                 for chunk in (Chunks { slots: ctx.slots }) {
-                    blocked_chunk::<O, R, I, S, ARGS>(s, &ctx, v, edges.clone(), chunk, out_row, win_row);
+                    blocked_chunk::<O, R, I, S, ARGS>(s, &ctx, v, edges.clone(), chunk, out_row, win_row, ends);
                 }
             }
+        }
+        if ctx.stream_out {
+            // The task's streamed rows are visible before the next block's
+            // tasks read them.
+            s.store_fence();
         }
     }
 }
 
+/// Reduces one block's `edges` of row `v` into the chunk's slots of
+/// `out_row`. `ends` says whether the entry opens the row (its lowest
+/// block: start from the identity, not from `out_row`) and whether it
+/// closes it (its highest block: a mean divides by the row's degree here,
+/// as the plain pass does at its end, so the stored values are the same).
+///
 /// # Safety
 /// As for [`accumulate`]; `out_row` / `win_row` point at row `v`'s
 /// `out_len` elements, owned by this task for the duration.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bool>(
     s: S,
@@ -979,27 +993,46 @@ unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: 
     chunk: Chunk<'_>,
     out_row: *mut f32,
     win_row: Option<*mut I>,
+    (opens, closes): (bool, bool),
 ) {
     macro_rules! run {
         ($v:literal) => {{
             let slots: &[Slot; $v] = chunk.0.try_into().expect("chunk sizes are 1, 2, 4 or 8");
             // SAFETY: slots lie inside the row (checked plan); forwarded contract.
             unsafe {
-                let mut val = [s.splat(0.0); $v];
-                for i in 0..$v {
-                    val[i] = load(s, out_row.add(slots[i].out), slots[i].len);
+                let mut val = [s.splat(R::IDENTITY); $v];
+                if !opens {
+                    for i in 0..$v {
+                        val[i] = load(s, out_row.add(slots[i].out), slots[i].len);
+                    }
                 }
                 // -1: no winner in this block (the earlier block's stays).
                 let mut acc = Acc::<S, $v>::new(s, val, -1);
                 reduce_chunk::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc);
                 for i in 0..$v {
                     let sl = slots[i];
-                    store(s, out_row.add(sl.out), acc.val[i], sl.len);
+                    let val = if R::DIVIDES_BY_DEGREE && closes {
+                        // A closing entry's row has edges: the degree is not 0.
+                        s.div(acc.val[i], s.splat(ctx.csr.row_range(v).len() as f32))
+                    } else {
+                        acc.val[i]
+                    };
+                    // An opening entry's row is not in cache (a later block
+                    // reads it back from memory either way): a streamed full
+                    // vector skips the read for ownership.
+                    let p = out_row.add(sl.out);
+                    if opens && ctx.stream_out && sl.len == S::LANES && (p as usize) % (4 * S::LANES) == 0 {
+                        s.stream(p, val);
+                    } else {
+                        store(s, p, val, sl.len);
+                    }
                     if let (true, Some(w)) = (ARGS, win_row) {
                         let o = ordinals(s, acc.ord[i]);
                         for l in 0..sl.len {
                             if o[l] >= 0 {
                                 *w.add(sl.out + l) = I::from_usize(edges.start + o[l] as usize);
+                            } else if opens {
+                                *w.add(sl.out + l) = I::NONE;
                             }
                         }
                     }
@@ -1015,8 +1048,8 @@ unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: 
     }
 }
 
-/// After the blocked pass: empty rows -> 0 / -1, mean divides, winning
-/// slots of `ids` (kept in the first arg output) become source and edge ids.
+/// After the blocked pass: empty rows -> 0 / -1, and the winning slots of
+/// `ids` (kept in the first arg output) become source and edge ids.
 fn finalize_rows<R: Reducer, I: Index>(
     ctx: &Ctx<'_, I>,
     ids: EdgeIds<'_, I>,
@@ -1039,9 +1072,6 @@ fn finalize_rows<R: Reducer, I: Index>(
             let row = &mut out[base..base + len];
             if edges.is_empty() {
                 row.fill(0.0);
-            } else if R::DIVIDES_BY_DEGREE {
-                let d = edges.len() as f32;
-                row.iter_mut().for_each(|x| *x /= d);
             }
             if !R::HAS_ARG {
                 continue;
