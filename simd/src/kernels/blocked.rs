@@ -129,7 +129,7 @@ impl<I: Index> BlockedCsr<I> {
                 // every other (part, block) pair's, and inside the arrays
                 // (whose lengths are the totals); this closure writes only
                 // inside them, so no element is written twice or by two
-                // threads. `cum` has one more element than `rows`.
+                // threads. `cum` has one more element than `rows`, `ends` as many.
                 unsafe {
                     *rows_w.at(at.entries) = I::from_usize(v);
                     *cum_w.at(at.entries + 1) = I::from_usize(end);
