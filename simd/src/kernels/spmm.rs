@@ -9,12 +9,12 @@
 //!         for k in row(v): gather lhs/rhs rows of edge k, acc = ρ(acc, φ(..))
 //!         store acc (mean: / deg; max/min: per-lane winning slot -> arg ids)
 //! blocked pass (traffic model says so, see `tuning`):
-//!   fill out with ρ's identity
 //!   for tile in feature tiles:                   <- N-dim tiling: out tile stays cached
 //!     for block in source blocks (ascending):    <- K-dim blocking: all threads share one block
 //!       par over nnz-balanced entries of the block:
 //!         same chunk loop over the row's slots in this block, acc loaded from out
-//!   par finalize rows (empty rows, mean, arg ids)
+//!         (the row's first block: acc = identity, stores streamed; its last: mean / deg)
+//!   par finalize rows (empty rows, arg ids)
 //! ```
 //!
 //! Max/min keep, per lane, the row-relative ordinal of the winning edge in
