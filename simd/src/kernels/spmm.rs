@@ -1017,7 +1017,7 @@ unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: 
                     } else {
                         acc.val[i]
                     };
-                    // An opening entry's row is not in cache (a later block
+                    // An opening entry's row is not in cache (a later block, if any,
                     // reads it back from memory either way): a streamed full
                     // vector skips the read for ownership.
                     let p = out_row.add(sl.out);
