@@ -41,7 +41,9 @@
 //! phases and 278-367 ms for row order
 //! (`perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges.tsv`); the
 //! streamed gather and 16-bit destinations are measured in
-//! `perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-bytes.tsv`
+//! `perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-bytes.tsv`,
+//! the row lengths fixed at compile time in
+//! `perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv`
 //! (docs/PERFORMANCE.md, "Edge softmax over destination ranges").
 
 use super::common::{SharedMut, balanced_bounds, num_parts};
@@ -209,16 +211,44 @@ struct Passes<'a> {
 impl Task for Passes<'_> {
     type Output = ();
     fn run<S: Simd>(self, s: S) {
+        // A row length known at compile time (the usual head counts) takes
+        // the per-row vector loop, its length checks and the table-row
+        // multiply out of the three passes, which do a few instructions per
+        // row: on the model-167 Xeon VM, 2^20 / 2^24, `[E, 1]` 1.33–1.43×
+        // and `[E, 4]` 1.22–1.38× faster at kernel level, `[E, 4]` 1.16–1.22×
+        // end to end (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv).
+        match self.d {
+            1 => self.passes::<S, 1>(s),
+            2 => self.passes::<S, 2>(s),
+            4 => self.passes::<S, 4>(s),
+            8 => self.passes::<S, 8>(s),
+            16 => self.passes::<S, 16>(s),
+            _ => self.passes::<S, RUN_TIME>(s),
+        }
+    }
+}
+
+/// The `D` of a pass whose row length is `Passes::d`, known at run time only.
+const RUN_TIME: usize = 0;
+
+impl Passes<'_> {
+    /// The row length: `D`, or `self.d` where `D` is [`RUN_TIME`].
+    #[inline(always)]
+    fn row_len<const D: usize>(&self) -> usize {
+        if D == RUN_TIME { self.d } else { D }
+    }
+
+    fn passes<S: Simd, const D: usize>(self, s: S) {
         let c = self.chunks;
         let copy = || aligned_filled(c.chunk_edges * self.d, 0f32);
         (0..c.num_chunks())
             .into_par_iter()
-            .for_each_init(copy, |copy, k| s.vectorize(Gather { p: self, chunk: k, copy: SharedMut::new(copy) }));
+            .for_each_init(copy, |copy, k| s.vectorize(Gather::<D> { p: self, chunk: k, copy: SharedMut::new(copy) }));
         let bounds = balanced_bounds(c.num_ranges, num_parts(c.num_edges() * self.d), |r| c.range_edges[r]);
-        bounds.par_windows(2).for_each(|w| s.vectorize(Ranges { p: self, ranges: w[0]..w[1] }));
+        bounds.par_windows(2).for_each(|w| s.vectorize(Ranges::<D> { p: self, ranges: w[0]..w[1] }));
         (0..c.num_chunks())
             .into_par_iter()
-            .for_each_init(copy, |copy, k| s.vectorize(Scatter { p: self, chunk: k, copy: SharedMut::new(copy) }));
+            .for_each_init(copy, |copy, k| s.vectorize(Scatter::<D> { p: self, chunk: k, copy: SharedMut::new(copy) }));
     }
 }
 
@@ -237,18 +267,18 @@ unsafe fn copy_row<S: Simd>(s: S, from: *const f32, to: *mut f32, d: usize) {
     }
 }
 
-struct Gather<'a> {
+struct Gather<'a, const D: usize> {
     p: Passes<'a>,
     chunk: usize,
     /// This worker's `chunk_edges × d` floats.
     copy: SharedMut<f32>,
 }
 
-impl Task for Gather<'_> {
+impl<const D: usize> Task for Gather<'_, D> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let (c, d, x) = (self.p.chunks, self.p.d, self.p.x.as_ptr());
+        let (c, d, x) = (self.p.chunks, self.p.row_len::<D>(), self.p.x.as_ptr());
         let std::ops::Range { start: first, end } = c.chunk(self.chunk);
         // SAFETY: `build` gave each position `i` of this chunk a local id
         // below the chunk's length, so `first + local < E` and the logits row
@@ -293,16 +323,16 @@ unsafe fn stream_floats<S: Simd>(s: S, from: *const f32, to: *mut f32, n: usize)
     s.store_fence();
 }
 
-struct Ranges<'a> {
+struct Ranges<'a, const D: usize> {
     p: Passes<'a>,
     ranges: std::ops::Range<usize>,
 }
 
-impl Task for Ranges<'_> {
+impl<const D: usize> Task for Ranges<'_, D> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let (c, d) = (self.p.chunks, self.p.d);
+        let (c, d) = (self.p.chunks, self.p.row_len::<D>());
         let rows = c.rows_per_range();
         let mut table = aligned_filled(rows * 2 * d, 0f32);
         for r in self.ranges {
@@ -368,18 +398,18 @@ fn each_vector<S: Simd>(d: usize, mut f: impl FnMut(usize, usize)) {
     }
 }
 
-struct Scatter<'a> {
+struct Scatter<'a, const D: usize> {
     p: Passes<'a>,
     chunk: usize,
     /// This worker's `chunk_edges × d` floats.
     copy: SharedMut<f32>,
 }
 
-impl Task for Scatter<'_> {
+impl<const D: usize> Task for Scatter<'_, D> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        let (c, d) = (self.p.chunks, self.p.d);
+        let (c, d) = (self.p.chunks, self.p.row_len::<D>());
         let std::ops::Range { start: first, end } = c.chunk(self.chunk);
         // SAFETY: the chunk's rows `first·d .. end·d` of `out` belong to this
         // task (chunks are disjoint) and fit the worker's copy of
