@@ -46,7 +46,7 @@
 //! `perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv`
 //! (docs/PERFORMANCE.md, "Edge softmax over destination ranges").
 
-use super::common::{SharedMut, balanced_bounds, num_parts};
+use super::common::{SharedMut, balanced_bounds, num_parts, prefetch_rows};
 use super::softmax::{load, store};
 use crate::Index;
 use crate::buffer::aligned_filled;
@@ -286,6 +286,16 @@ impl<const D: usize> Task for Gather<'_, D> {
         // `(end − first)·d <= chunk_edges·d` floats; the chunk's rows
         // `first·d .. end·d` of `out` belong to this task (chunks are disjoint).
         unsafe {
+            // The copy below reads the chunk's rows in walk order, which on
+            // the uniform graph sweeps the chunk once per range at a ~1 KiB
+            // stride: an order the hardware prefetchers do not follow from
+            // DRAM. Asking for every line first, in address order, lets the
+            // chunk (half the cache budget) stream in. On the model-167 Xeon
+            // VM, 2^20 / 2^24 with 4 heads, end to end: uniform 164–170 →
+            // 153–157 ms, RMAT 149–152 → 145–147; `[E, 1]` level at kernel
+            // level (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv,
+            // sections D and E).
+            prefetch_rows(s, &[x], first * d, (end - first) * d);
             for i in first..end {
                 let from = x.add((first + *c.local.get_unchecked(i) as usize) * d);
                 copy_row(s, from, self.copy.at((i - first) * d), d);
