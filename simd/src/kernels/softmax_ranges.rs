@@ -215,7 +215,7 @@ impl Task for Passes<'_> {
         // the per-row vector loop, its length checks and the table-row
         // multiply out of the three passes, which do a few instructions per
         // row: on the model-167 Xeon VM, 2^20 / 2^24, `[E, 1]` 1.33–1.43×
-        // and `[E, 4]` 1.22–1.38× faster at kernel level, `[E, 4]` 1.16–1.22×
+        // and `[E, 4]` 1.22–1.38× faster at kernel level, `[E, 4]` 1.16–1.26×
         // end to end (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv).
         match self.d {
             1 => self.passes::<S, 1>(s),
