@@ -13,7 +13,8 @@
 //!            streamed                                      (per chunk: x read once, in cache)
 //!   ranges:  per range, over its segments of every chunk:
 //!              (v = the range's first destination + row[i], a u16)
-//!              m[v] = max(m[v], out[i]);  then  out[i] = exp(out[i] − m[v]), s[v] += out[i];
+//!              m[v] = max(m[v], out[i]);  then  out[i] = exp(out[i] − m[v]), s[v] += out[i]
+//!              (per segment: subtract, exp over its contiguous floats on the widest vector, sum);
 //!              then out[i] = out[i] / s[v]                   (the range's [m | s] table in cache)
 //!   scatter: per chunk, copy its walk-ordered rows aside, out[start + local[i]] = copy[i]
 //! ```
@@ -196,8 +197,29 @@ pub fn edge_softmax_ranges(
         return Ok(());
     }
     let out = SharedMut::new(out);
-    crate::isa::with_row_token(crate::isa::active_level(), d, Passes { chunks, x: logits, d, out });
+    let level = crate::isa::active_level();
+    crate::isa::with_token(level, WithWide { p: Passes { chunks, x: logits, d, out }, level });
     Ok(())
+}
+
+/// Takes the level's own (widest) token, then runs the passes on the
+/// narrowest one covering a row ([`crate::isa::with_row_token`]), keeping
+/// the wide one for the exponentials of whole segments (`Ranges`).
+struct WithWide<'a> {
+    p: Passes<'a>,
+    level: crate::isa::IsaLevel,
+}
+
+impl Task for WithWide<'_> {
+    type Output = ();
+    fn run<W: Simd>(self, wide: W) {
+        crate::isa::with_row_token(self.level, self.p.d, Narrow { p: self.p, wide });
+    }
+}
+
+struct Narrow<'a, W> {
+    p: Passes<'a>,
+    wide: W,
 }
 
 #[derive(Clone, Copy)]
@@ -208,22 +230,23 @@ struct Passes<'a> {
     out: SharedMut<f32>,
 }
 
-impl Task for Passes<'_> {
+impl<W: Simd> Task for Narrow<'_, W> {
     type Output = ();
     fn run<S: Simd>(self, s: S) {
+        let (p, w) = (self.p, self.wide);
         // A row length known at compile time (the usual head counts) takes
         // the per-row vector loop, its length checks and the table-row
         // multiply out of the three passes, which do a few instructions per
         // row: on the model-167 Xeon VM, 2^20 / 2^24, `[E, 1]` 1.33–1.43×
         // and `[E, 4]` 1.22–1.38× faster at kernel level, `[E, 4]` 1.16–1.26×
         // end to end (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv).
-        match self.d {
-            1 => self.passes::<S, 1>(s),
-            2 => self.passes::<S, 2>(s),
-            4 => self.passes::<S, 4>(s),
-            8 => self.passes::<S, 8>(s),
-            16 => self.passes::<S, 16>(s),
-            _ => self.passes::<S, RUN_TIME>(s),
+        match p.d {
+            1 => p.passes::<S, W, 1>(s, w),
+            2 => p.passes::<S, W, 2>(s, w),
+            4 => p.passes::<S, W, 4>(s, w),
+            8 => p.passes::<S, W, 8>(s, w),
+            16 => p.passes::<S, W, 16>(s, w),
+            _ => p.passes::<S, W, RUN_TIME>(s, w),
         }
     }
 }
@@ -238,14 +261,14 @@ impl Passes<'_> {
         if D == RUN_TIME { self.d } else { D }
     }
 
-    fn passes<S: Simd, const D: usize>(self, s: S) {
+    fn passes<S: Simd, W: Simd, const D: usize>(self, s: S, wide: W) {
         let c = self.chunks;
         let copy = || aligned_filled(c.chunk_edges * self.d, 0f32);
         (0..c.num_chunks())
             .into_par_iter()
             .for_each_init(copy, |copy, k| s.vectorize(Gather::<D> { p: self, chunk: k, copy: SharedMut::new(copy) }));
         let bounds = balanced_bounds(c.num_ranges, num_parts(c.num_edges() * self.d), |r| c.range_edges[r]);
-        bounds.par_windows(2).for_each(|w| s.vectorize(Ranges::<D> { p: self, ranges: w[0]..w[1] }));
+        bounds.par_windows(2).for_each(|w| s.vectorize(Ranges::<W, D> { p: self, wide, ranges: w[0]..w[1] }));
         (0..c.num_chunks())
             .into_par_iter()
             .for_each_init(copy, |copy, k| s.vectorize(Scatter::<D> { p: self, chunk: k, copy: SharedMut::new(copy) }));
@@ -333,12 +356,13 @@ unsafe fn stream_floats<S: Simd>(s: S, from: *const f32, to: *mut f32, n: usize)
     s.store_fence();
 }
 
-struct Ranges<'a, const D: usize> {
+struct Ranges<'a, W, const D: usize> {
     p: Passes<'a>,
+    wide: W,
     ranges: std::ops::Range<usize>,
 }
 
-impl<const D: usize> Task for Ranges<'_, D> {
+impl<W: Simd, const D: usize> Task for Ranges<'_, W, D> {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
@@ -368,14 +392,44 @@ impl<const D: usize> Task for Ranges<'_, D> {
                         store(s, m.add(j), s.max(load(s, m.add(j), len), load(s, o.add(j), len)), len);
                     });
                 });
-                each_position(c, r, |i| {
-                    let (m, o) = (row_of(i), self.p.out.at(i * d));
-                    each_vector::<S>(d, |j, len| {
-                        let ex = exp_nonpositive(s, s.sub(load(s, o.add(j), len), load(s, m.add(j), len)));
-                        store(s, o.add(j), ex, len);
-                        store(s, m.add(d + j), s.add(load(s, m.add(d + j), len), ex), len);
+                if W::LANES > S::LANES {
+                    // Rows narrower than the level's widest vector: a
+                    // segment's rows are contiguous in `out`, so its
+                    // exponentials (~20 operations a vector) run on whole
+                    // wide vectors, between a subtract and a sum on the row
+                    // vector; the segment (~8 KiB) stays in L1 for the three.
+                    // Bitwise the same per lane. On the model-167 Xeon VM,
+                    // 2^20 / 2^24: `[E, 1]` 1.19–1.30× and `[E, 4]`
+                    // 1.01–1.14× faster at kernel level, `[E, 4]` 1.01–1.09×
+                    // end to end
+                    // (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-wide-exp.tsv).
+                    for k in 0..c.num_chunks() {
+                        let seg = c.segment(k, r);
+                        for i in seg.clone() {
+                            let (m, o) = (row_of(i), self.p.out.at(i * d));
+                            each_vector::<S>(d, |j, len| {
+                                store(s, o.add(j), s.sub(load(s, o.add(j), len), load(s, m.add(j), len)), len);
+                            });
+                        }
+                        let floats = self.p.out.at(seg.start * d);
+                        self.wide.vectorize(ExpInPlace { floats, len: seg.len() * d });
+                        for i in seg {
+                            let (m, o) = (row_of(i), self.p.out.at(i * d));
+                            each_vector::<S>(d, |j, len| {
+                                store(s, m.add(d + j), s.add(load(s, m.add(d + j), len), load(s, o.add(j), len)), len);
+                            });
+                        }
+                    }
+                } else {
+                    each_position(c, r, |i| {
+                        let (m, o) = (row_of(i), self.p.out.at(i * d));
+                        each_vector::<S>(d, |j, len| {
+                            let ex = exp_nonpositive(s, s.sub(load(s, o.add(j), len), load(s, m.add(j), len)));
+                            store(s, o.add(j), ex, len);
+                            store(s, m.add(d + j), s.add(load(s, m.add(d + j), len), ex), len);
+                        });
                     });
-                });
+                }
                 each_position(c, r, |i| {
                     let (m, o) = (row_of(i), self.p.out.at(i * d));
                     each_vector::<S>(d, |j, len| {
@@ -384,6 +438,26 @@ impl<const D: usize> Task for Ranges<'_, D> {
                 });
             }
         }
+    }
+}
+
+/// `x = exp(x)` for the `len` floats at `floats`, all `<= 0`
+/// ([`exp_nonpositive`]), by whole vectors and a partial last one.
+struct ExpInPlace {
+    floats: *mut f32,
+    len: usize,
+}
+
+impl Task for ExpInPlace {
+    type Output = ();
+    #[inline(always)]
+    fn run<S: Simd>(self, s: S) {
+        // SAFETY: the caller (`Ranges`) hands a segment's rows of `out`,
+        // `len` floats it alone touches.
+        each_vector::<S>(self.len, |j, len| unsafe {
+            let at = self.floats.add(j);
+            store(s, at, exp_nonpositive(s, load(s, at, len)), len);
+        });
     }
 }
 
