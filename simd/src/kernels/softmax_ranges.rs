@@ -399,8 +399,8 @@ impl<W: Simd, const D: usize> Task for Ranges<'_, W, D> {
                     // wide vectors, between a subtract and a sum on the row
                     // vector; the segment (~8 KiB) stays in L1 for the three.
                     // Bitwise the same per lane. On the model-167 Xeon VM,
-                    // 2^20 / 2^24: `[E, 1]` 1.19–1.30× and `[E, 4]`
-                    // 1.01–1.14× faster at kernel level, `[E, 4]` 1.01–1.09×
+                    // 2^20 / 2^24: `[E, 1]` 1.15–1.30× and `[E, 4]`
+                    // 1.03–1.14× faster at kernel level, `[E, 4]` 1.01–1.09×
                     // end to end
                     // (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-wide-exp.tsv).
                     for k in 0..c.num_chunks() {
