@@ -1009,13 +1009,13 @@ unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: 
                 // -1: no winner in this block (the earlier block's stays).
                 let mut acc = Acc::<S, $v>::new(s, val, -1);
                 reduce_chunk::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc);
+                // A closing entry's row has edges: the degree is not 0.
+                let degree = (R::DIVIDES_BY_DEGREE && closes).then(|| s.splat(ctx.csr.row_range(v).len() as f32));
                 for i in 0..$v {
                     let sl = slots[i];
-                    let val = if R::DIVIDES_BY_DEGREE && closes {
-                        // A closing entry's row has edges: the degree is not 0.
-                        s.div(acc.val[i], s.splat(ctx.csr.row_range(v).len() as f32))
-                    } else {
-                        acc.val[i]
+                    let val = match degree {
+                        Some(degree) => s.div(acc.val[i], degree),
+                        None => acc.val[i],
                     };
                     // An opening entry's row is not in cache (a later block, if any,
                     // reads it back from memory either way): a streamed full
