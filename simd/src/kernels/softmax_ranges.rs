@@ -217,6 +217,7 @@ impl Task for WithWide<'_> {
     }
 }
 
+/// The passes with the level's wide token `W`, run on the row token.
 struct Narrow<'a, W> {
     p: Passes<'a>,
     wide: W,
@@ -443,6 +444,9 @@ impl<W: Simd, const D: usize> Task for Ranges<'_, W, D> {
 
 /// `x = exp(x)` for the `len` floats at `floats`, all `<= 0`
 /// ([`exp_nonpositive`]), by whole vectors and a partial last one.
+///
+/// Invariant (only `Ranges` builds one): `floats` is writable for `len`
+/// floats that no other thread touches while the task runs.
 struct ExpInPlace {
     floats: *mut f32,
     len: usize,
@@ -452,8 +456,9 @@ impl Task for ExpInPlace {
     type Output = ();
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
-        // SAFETY: the caller (`Ranges`) hands a segment's rows of `out`,
-        // `len` floats it alone touches.
+        // SAFETY: every vector lies in `0..len` (`each_vector`), writable
+        // and this task's alone by the type's invariant: `Ranges` hands one
+        // segment's rows of `out`, which only its range's task touches.
         each_vector::<S>(self.len, |j, len| unsafe {
             let at = self.floats.add(j);
             store(s, at, exp_nonpositive(s, load(s, at, len)), len);
