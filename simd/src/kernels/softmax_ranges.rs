@@ -304,22 +304,22 @@ impl<const D: usize> Task for Gather<'_, D> {
     fn run<S: Simd>(self, s: S) {
         let (c, d, x) = (self.p.chunks, self.p.row_len::<D>(), self.p.x.as_ptr());
         let std::ops::Range { start: first, end } = c.chunk(self.chunk);
+        // The copy below reads the chunk's rows in walk order, which on
+        // the uniform graph sweeps the chunk once per range at a ~1 KiB
+        // stride: an order the hardware prefetchers do not follow from
+        // DRAM. Asking for every line first, in address order, lets the
+        // chunk (half the cache budget) stream in. On the model-167 Xeon
+        // VM, 2^20 / 2^24 with 4 heads, end to end: uniform 164–170 →
+        // 153–157 ms, RMAT 149–152 → 145–147; `[E, 1]` level at kernel
+        // level (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv,
+        // sections D and E).
+        prefetch_rows(s, &[x], first * d, (end - first) * d);
         // SAFETY: `build` gave each position `i` of this chunk a local id
         // below the chunk's length, so `first + local < E` and the logits row
         // is inside the checked `E·d`; the worker's copy holds the chunk's
         // `(end − first)·d <= chunk_edges·d` floats; the chunk's rows
         // `first·d .. end·d` of `out` belong to this task (chunks are disjoint).
         unsafe {
-            // The copy below reads the chunk's rows in walk order, which on
-            // the uniform graph sweeps the chunk once per range at a ~1 KiB
-            // stride: an order the hardware prefetchers do not follow from
-            // DRAM. Asking for every line first, in address order, lets the
-            // chunk (half the cache budget) stream in. On the model-167 Xeon
-            // VM, 2^20 / 2^24 with 4 heads, end to end: uniform 164–170 →
-            // 153–157 ms, RMAT 149–152 → 145–147; `[E, 1]` level at kernel
-            // level (perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv,
-            // sections D and E).
-            prefetch_rows(s, &[x], first * d, (end - first) * d);
             for i in first..end {
                 let from = x.add((first + *c.local.get_unchecked(i) as usize) * d);
                 copy_row(s, from, self.copy.at((i - first) * d), d);
@@ -398,7 +398,8 @@ impl<W: Simd, const D: usize> Task for Ranges<'_, W, D> {
                     // segment's rows are contiguous in `out`, so its
                     // exponentials (~20 operations a vector) run on whole
                     // wide vectors, between a subtract and a sum on the row
-                    // vector; the segment (~8 KiB) stays in L1 for the three.
+                    // vector; the segment (~8 KiB at 4 heads on 2^24 edges)
+                    // stays in L1 for the three.
                     // Bitwise the same per lane. On the model-167 Xeon VM,
                     // 2^20 / 2^24: `[E, 1]` 1.15–1.30× and `[E, 4]`
                     // 1.03–1.14× faster at kernel level, `[E, 4]` 1.01–1.09×
