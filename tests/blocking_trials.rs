@@ -2,7 +2,8 @@
 //! the traffic model nominates a blocked pass, calls 1–6 run plain, plain,
 //! blocked, blocked, plain, blocked, and every later call runs the pass the
 //! timings chose; the result never depends on which pass ran. The same for
-//! edge softmax's row-order and two-phase schemes, for g-SpMM's plain and
+//! edge softmax's row-order and two-phase schemes (and, for rows too wide
+//! for those, its plain and streamed stores), for g-SpMM's plain and
 //! staged scalar edge weights (two signatures sharing a staging), and for
 //! the max/min backward's pulled and scattered source gradient. g-SDDMM's
 //! trials have three candidates and nine calls (`trials::schedule`): the
@@ -239,6 +240,22 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     );
     let backward_calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| backward()).collect();
     assert_trial("edge_softmax_backward", &backward_calls, PassKind::RowOrder, two_phase);
+
+    // Edge softmax over [E, 16] logits: a node table of 128 bytes per node
+    // is not nominated, but the 20 MiB output, whole 64-byte rows, exceeds
+    // the budget, so the trial is row order with plain stores against
+    // streamed ones, and both give the same bits.
+    let wide = 16;
+    let logits = Tensor::from_vec(rng.signed_vec(e * wide, 0.1, 8.0), vec![e, wide]).unwrap();
+    let before = cache_bytes(&g);
+    let forward_wide = || {
+        let mut out = Tensor::zeros(&[e, wide]).unwrap();
+        simd.edge_softmax(&g, logits.view(), out.view_mut()).unwrap();
+        (out.into_vec(), last_pass().expect("the SIMD backend ran"))
+    };
+    let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| forward_wide()).collect();
+    assert_trial("edge_softmax [E, 16]", &calls, PassKind::RowOrder, |p| *p == PassKind::RowOrderStreamed);
+    assert_eq!(cache_bytes(&g), before, "edge_softmax [E, 16]: row order over the in-CSR builds nothing");
 }
 
 /// Checks the calls of one signature against a trial between `plain` and

@@ -556,7 +556,10 @@ fn rows_by_edge_id<I: Index>(g: &Graph<I>) -> (Vec<I>, Vec<I>) {
 }
 
 fn softmax_suite<I: Index>(seed: u64) {
-    use gnnkern_simd::kernels::{RangeChunks, edge_softmax, edge_softmax_backward, edge_softmax_ranges};
+    use gnnkern_simd::buffer::aligned_filled;
+    use gnnkern_simd::kernels::{
+        RangeChunks, edge_softmax, edge_softmax_backward, edge_softmax_ranges, softmax_may_stream,
+    };
     let mut rng = Rng::new(seed);
     for (name, g) in graphs::<I>(seed) {
         for &d in if cfg!(miri) { &[1, 17][..] } else { &[1, 2, 4, 8, 16, 17, 33] } {
@@ -607,6 +610,18 @@ fn softmax_suite<I: Index>(seed: u64) {
                     (got, got_b)
                 });
                 assert_exact(&format!("{what} two-phase vs row order"), &schemes[1].0, &schemes[0].0);
+                // Row order with its output streamed, where rows are whole
+                // aligned lines (d = 16 here): the same bits.
+                let mut streamed = aligned_filled(g.num_edges() * d, f32::NAN);
+                assert_eq!(softmax_may_stream(d, &streamed), d % 16 == 0, "{what}: streamable rows");
+                if d % 16 == 0 {
+                    on_level(level, || {
+                        with_tuning(Tuning { streaming: Streaming::On, ..Tuning::DEFAULT }, || {
+                            edge_softmax(g.in_csr().view(), None, logits.data(), d, &mut streamed).unwrap()
+                        })
+                    });
+                    assert_exact(&format!("{what} row order streamed vs row order"), &streamed, &schemes[0].0);
+                }
                 assert_exact(&format!("{what} two-phase vs row order backward"), &schemes[1].1, &schemes[0].1);
                 // Destination ranges visit each destination's edges in
                 // ascending id: bitwise row order over rows in that order, at

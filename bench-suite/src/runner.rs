@@ -183,6 +183,7 @@ fn pass_name(pass: PassKind) -> String {
         PassKind::EdgeParts { num_parts } => format!("edge-parts:{num_parts}"),
         PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
         PassKind::RowOrder => "row-order".to_string(),
+        PassKind::RowOrderStreamed => "row-order-streamed".to_string(),
         PassKind::TwoPhase => "two-phase".to_string(),
         PassKind::Ranges { num_ranges } => format!("ranges:{num_ranges}"),
         PassKind::Pulled => "pulled".to_string(),
@@ -348,11 +349,11 @@ fn summarize(s: Summary<'_>) -> OpResult {
     }
 }
 
-/// The bytes gnnkern's plain, streamed or row-order pass moves through a
+/// The bytes gnnkern's plain, streamed or row-order (streamed or not) pass moves through a
 /// cache of this machine's size (`traversal.rs`, which charges a write no
 /// read for ownership, as a streamed store); `None` for other passes.
 fn traversal(graph: &BenchGraph, req: &OpRequest, shapes: &OpShapes, pass: Option<&str>) -> Option<u64> {
-    if !matches!(pass, Some("plain" | "streamed" | "row-order")) {
+    if !matches!(pass, Some("plain" | "streamed" | "row-order" | "row-order-streamed")) {
         return None;
     }
     let cache = traversal::cache_bytes(req.threads);

@@ -32,12 +32,14 @@ use gnnkern_simd::buffer::aligned_filled;
 use gnnkern_simd::isa::{IsaLevel, with_level};
 use gnnkern_simd::kernels::{
     BlockedCsr, EdgeStaging, RangeChunks, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, arg_pull, arg_scatter,
-    edge_softmax, edge_softmax_ranges, prefers_edge_order, sddmm, sddmm_staging_into, softmax_ranges_shape, spmm,
-    spmm_staging_into,
+    edge_softmax, edge_softmax_ranges, prefers_edge_order, sddmm, sddmm_staging_into, softmax_may_stream,
+    softmax_ranges_shape, spmm, spmm_staging_into,
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
-use gnnkern_simd::tuning::{Blocking, CacheInfo, Staging, Tiling, Tuning, active_tuning, cache_budget, with_tuning};
+use gnnkern_simd::tuning::{
+    Blocking, CacheInfo, Staging, Streaming, Tiling, Tuning, active_tuning, cache_budget, with_tuning,
+};
 use std::time::Instant;
 
 struct Rng(u64);
@@ -355,6 +357,15 @@ impl Bench<'_> {
             // if faster by their margin: the model only nominates.
             let chosen = if prefers == dst.is_some() { ", the model's nominee" } else { "" };
             self.report("edge_softmax", heads, &format!("{variant}{chosen}"), ms, bytes, sum);
+        }
+        // Row order with its output streamed, where whole lines allow it.
+        if softmax_may_stream(heads, &out) {
+            let streamed = Tuning { streaming: Streaming::On, ..active_tuning() };
+            let ms = with_tuning(streamed, || {
+                median_ms(self.reps, || edge_softmax(self.csr, None, &logits[..e * heads], heads, &mut out).unwrap())
+            });
+            let sum: f64 = out.iter().map(|&v| f64::from(v)).sum();
+            self.report("edge_softmax", heads, "row order streamed", ms, bytes, sum);
         }
         // Destination ranges: the walk order is built once per graph (the
         // backend caches it), so it is not timed.

@@ -25,7 +25,7 @@ pub use sddmm::{
     sddmm_may_stage, sddmm_may_stream, sddmm_order, sddmm_staging_into,
 };
 pub use slot_order::EdgeStaging;
-pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order};
+pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order, softmax_may_stream};
 pub use softmax_ranges::{MAX_CHUNK_EDGES, MAX_RANGE_ROWS, RangeChunks, edge_softmax_ranges, softmax_ranges_shape};
 pub use spmm::{SpmmArgs, spmm, spmm_blocking, spmm_may_stage, spmm_staging_into};
 pub use staged::StagingBuffer;

@@ -51,7 +51,7 @@ use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
 use crate::layout::{CsrView, EdgeDst};
 use crate::math::exp_nonpositive;
-use crate::tuning::{LINE_RANDOM, LINE_STREAMED, active_tuning, cache_budget};
+use crate::tuning::{LINE_RANDOM, LINE_STREAMED, Streaming, active_tuning, cache_budget};
 use rayon::prelude::*;
 
 /// Whether the two-phase scheme is expected to move fewer random lines than
@@ -81,10 +81,20 @@ pub fn prefers_edge_order(num_dst: usize, num_edges: usize, d: usize, table_floa
     two < row
 }
 
+/// Whether the row-order scheme can write `out` (rows of `d` floats) with
+/// non-temporal stores, which it does under `Streaming::On` (`Auto` means
+/// plain stores here; the SIMD backend times both where the output exceeds
+/// the cache): every row is whole 64-byte lines from a line-aligned base, so
+/// the streamed vectors fill each line they touch.
+pub fn softmax_may_stream(d: usize, out: &[f32]) -> bool {
+    d > 0 && (4 * d).is_multiple_of(64) && out.as_ptr().addr().is_multiple_of(64)
+}
+
 /// `out = edge_softmax(logits)` over the in-edges of each row of `csr` (an
 /// in-CSR), elementwise over `row_len` features per edge. With `dst` (the
 /// destination of every edge of the same graph) the two-phase scheme runs,
-/// without it the row-order scheme.
+/// without it the row-order scheme, its output streamed under
+/// `Streaming::On` where [`softmax_may_stream`].
 pub fn edge_softmax<I: Index>(
     csr: CsrView<'_, I>,
     dst: Option<EdgeDst<'_, I>>,
@@ -97,7 +107,10 @@ pub fn edge_softmax<I: Index>(
     check_len("edge_softmax output elements", e * d, out.len())?;
     let prefetch = active_tuning().prefetch_slots(4 * d);
     match edge_order(&csr, dst)? {
-        None => drive_rows(RowOrder { csr, x: logits, d, out: SharedMut::new(out), prefetch }),
+        None => {
+            let stream = active_tuning().streaming == Streaming::On && softmax_may_stream(d, out);
+            drive_rows(RowOrder { csr, x: logits, d, out: SharedMut::new(out), prefetch, stream });
+        }
         Some(dst) => {
             let mut table = aligned_filled(n * 2 * d, 0f32);
             drive_rows(MaxSum { csr, x: logits, d, table: SharedMut::new(&mut table), prefetch });
@@ -159,6 +172,16 @@ pub(super) unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 
 pub(super) unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
     // SAFETY: forwarded from the caller.
     unsafe { if len == S::LANES { s.store(ptr, v) } else { s.store_partial(ptr, v, len) } }
+}
+
+/// `exp(x − m)` of the `len <= LANES` floats at `x`.
+///
+/// # Safety
+/// `x` readable for `len` floats.
+#[inline(always)]
+unsafe fn shifted_exp<S: Simd>(s: S, x: *const f32, m: S::F32, len: usize) -> S::F32 {
+    // SAFETY: forwarded from the caller.
+    exp_nonpositive(s, s.sub(unsafe { load(s, x, len) }, m))
 }
 
 /// Prefetches edge `eids[k]`'s `d`-float rows of `rows` (no-op past the last slot).
@@ -300,6 +323,9 @@ struct RowOrder<'a, I: Index> {
     out: SharedMut<f32>,
     /// Prefetch distance in CSR slots (0: off).
     prefetch: usize,
+    /// Writes each output vector once, with a non-temporal store of
+    /// `exp(x − m) / s` (see [`softmax_may_stream`]).
+    stream: bool,
 }
 
 impl<I: Index> RowKernel for RowOrder<'_, I> {
@@ -313,6 +339,11 @@ impl<I: Index> RowKernel for RowOrder<'_, I> {
     fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>) {
         let (d, eids) = (self.d, self.csr.eids());
         let x = self.x.as_ptr();
+        // The lines fetched ahead: the logits, and the output lines that
+        // plain stores read for ownership (streamed ones do not read them).
+        // SAFETY: offset 0 of `out`.
+        let lines = [x, unsafe { self.out.at(0) }.cast_const()];
+        let ahead = if self.stream { &lines[..1] } else { &lines[..] };
         for v in rows {
             let edges = self.csr.row_range(v);
             let mut j = 0;
@@ -322,29 +353,50 @@ impl<I: Index> RowKernel for RowOrder<'_, I> {
                 // `e·d + j + len <= E·d`, the checked length of `x` and `out`.
                 // Each edge id occurs in one row only and rows are split
                 // disjointly across tasks: this task alone writes `out[e]`.
+                // Streamed, `len == LANES` and `out + e·d + j` is 64-byte
+                // aligned (`softmax_may_stream`: `4d` whole lines from an
+                // aligned base, so `j` is a multiple of `LANES`).
                 unsafe {
                     let mut m = s.splat(f32::NEG_INFINITY);
                     for k in edges.clone() {
                         if j == 0 && self.prefetch > 0 {
-                            prefetch_edge(s, eids, k + self.prefetch, d, &[x, self.out.at(0)]);
+                            prefetch_edge(s, eids, k + self.prefetch, d, ahead);
                         }
                         let e = eids.get_unchecked(k).to_usize();
                         m = s.max(m, load(s, x.add(e * d + j), len));
                     }
                     let mut sum = s.splat(0.0);
-                    for k in edges.clone() {
-                        let e = eids.get_unchecked(k).to_usize();
-                        let ex = exp_nonpositive(s, s.sub(load(s, x.add(e * d + j), len), m));
-                        store(s, self.out.at(e * d + j), ex, len);
-                        sum = s.add(sum, ex);
-                    }
-                    for k in edges.clone() {
-                        let p = self.out.at(eids.get_unchecked(k).to_usize() * d + j);
-                        store(s, p, s.div(load(s, p, len), sum), len);
+                    if self.stream {
+                        // The exponential twice instead of the output row
+                        // twice: the second pass's random output lines
+                        // (read for ownership, written back, read again)
+                        // become one full-line write each.
+                        for k in edges.clone() {
+                            let o = eids.get_unchecked(k).to_usize() * d + j;
+                            sum = s.add(sum, shifted_exp(s, x.add(o), m, len));
+                        }
+                        for k in edges.clone() {
+                            let o = eids.get_unchecked(k).to_usize() * d + j;
+                            s.stream(self.out.at(o), s.div(shifted_exp(s, x.add(o), m, len), sum));
+                        }
+                    } else {
+                        for k in edges.clone() {
+                            let o = eids.get_unchecked(k).to_usize() * d + j;
+                            let ex = shifted_exp(s, x.add(o), m, len);
+                            store(s, self.out.at(o), ex, len);
+                            sum = s.add(sum, ex);
+                        }
+                        for k in edges.clone() {
+                            let p = self.out.at(eids.get_unchecked(k).to_usize() * d + j);
+                            store(s, p, s.div(load(s, p, len), sum), len);
+                        }
                     }
                 }
                 j += len;
             }
+        }
+        if self.stream {
+            s.store_fence();
         }
     }
 }
@@ -631,7 +683,7 @@ mod tests {
             level,
             d,
             narrow,
-            RowDispatch(RowOrder { csr, x: &x, d, out: SharedMut::new(&mut row_order), prefetch: 2 }),
+            RowDispatch(RowOrder { csr, x: &x, d, out: SharedMut::new(&mut row_order), prefetch: 2, stream: false }),
         );
         let mut table = aligned_filled(n * 2 * d, 0f32);
         dispatch(

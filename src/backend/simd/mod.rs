@@ -97,6 +97,9 @@ pub enum PassKind {
     Blocked { block_sources: usize, num_blocks: usize },
     /// Edge softmax (or its backward) row by row over the in-CSR.
     RowOrder,
+    /// Edge softmax row by row, its output written with non-temporal
+    /// stores (see [`trials::SoftmaxNominee::Streamed`]).
+    RowOrderStreamed,
     /// Edge softmax (or its backward) in two phases: rows into a node
     /// table, then edges in id order.
     TwoPhase,

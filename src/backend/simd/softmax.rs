@@ -17,6 +17,7 @@ use crate::op::Target;
 use crate::{Error, Index, Result};
 use gnnkern_simd::kernels::{self, RangeChunks};
 use gnnkern_simd::layout::{CsrView, EdgeDst};
+use gnnkern_simd::tuning::{Streaming, Tuning, active_tuning, cache_budget, with_tuning};
 use std::any::TypeId;
 use std::sync::{Arc, Mutex};
 
@@ -91,31 +92,49 @@ fn signature<K: 'static>(d: usize) -> Signature {
 
 /// `out = edge_softmax(logits)`: row order on graphs within the cache,
 /// else the scheme the trial keeps among row order, two phases and
-/// destination ranges.
+/// destination ranges. Where those two are not nominated (wide rows) but
+/// the output exceeds the cache in whole lines, the trial is row order with
+/// plain stores against row order with its output streamed.
 pub(super) fn forward<I: Index>(graph: &Graph<I>, logits: &[f32], d: usize, out: &mut [f32]) -> Result<()> {
-    if !kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, 2 * d) {
-        LAST_PASS.with(|c| c.set(Some(PassKind::RowOrder)));
-        return kernels::edge_softmax(graph.in_csr().view(), None, logits, d, out).map_err(Error::from);
-    }
-    let rows = graph.cached(|| Ok(EdgeOrderedRows::build(graph)))?;
-    let csr = rows.view(graph);
-    let nominees = [SoftmaxNominee::TwoPhase, SoftmaxNominee::Ranges];
-    let decided = trials::run_nominees(graph, signature::<Forward>(d), &nominees, &mut |choice| {
-        match choice {
-            None | Some(SoftmaxNominee::TwoPhase) => {
-                // The COO is built only when a scheme that reads it runs.
-                let dst = choice.map(|_| graph.edge_dst());
-                LAST_PASS.with(|c| c.set(Some(if dst.is_some() { PassKind::TwoPhase } else { PassKind::RowOrder })));
-                kernels::edge_softmax(csr, dst, logits, d, out).map_err(Error::from)
-            }
-            Some(SoftmaxNominee::Ranges) => {
-                let walk = range_chunks(graph, d)?;
-                LAST_PASS.with(|c| c.set(Some(PassKind::Ranges { num_ranges: walk.num_ranges() })));
-                kernels::edge_softmax_ranges(&walk, logits, d, out).map_err(Error::from)
-            }
+    let tuning = active_tuning();
+    let edge_order = kernels::prefers_edge_order(graph.num_dst(), graph.num_edges(), d, 2 * d);
+    let streamed = !edge_order
+        && tuning.streaming == Streaming::Auto
+        && out.len().saturating_mul(4) > cache_budget()
+        && kernels::softmax_may_stream(d, out);
+    let nominees: &[SoftmaxNominee] = match (edge_order, streamed) {
+        (true, _) => &[SoftmaxNominee::TwoPhase, SoftmaxNominee::Ranges],
+        (false, true) => &[SoftmaxNominee::Streamed],
+        (false, false) => &[],
+    };
+    // Row order's stores when it runs as the plain candidate of a trial of
+    // streamed ones: plain; otherwise as the caller's tuning says.
+    let row_order_stores = if streamed { Streaming::Off } else { tuning.streaming };
+    let rows = if edge_order { Some(graph.cached(|| Ok(EdgeOrderedRows::build(graph)))?) } else { None };
+    let csr = rows.as_ref().map_or_else(|| graph.in_csr().view(), |rows| rows.view(graph));
+    let decided = trials::run_nominees(graph, signature::<Forward>(d), nominees, &mut |choice| match choice {
+        None | Some(SoftmaxNominee::Streamed) => {
+            let (pass, streaming) = match choice {
+                None => (PassKind::RowOrder, row_order_stores),
+                Some(_) => (PassKind::RowOrderStreamed, Streaming::On),
+            };
+            LAST_PASS.with(|c| c.set(Some(pass)));
+            with_tuning(Tuning { streaming, ..tuning }, || kernels::edge_softmax(csr, None, logits, d, out))
+                .map_err(Error::from)
+        }
+        Some(SoftmaxNominee::TwoPhase) => {
+            // The COO is built only when a scheme that reads it runs.
+            LAST_PASS.with(|c| c.set(Some(PassKind::TwoPhase)));
+            kernels::edge_softmax(csr, Some(graph.edge_dst()), logits, d, out).map_err(Error::from)
+        }
+        Some(SoftmaxNominee::Ranges) => {
+            let walk = range_chunks(graph, d)?;
+            LAST_PASS.with(|c| c.set(Some(PassKind::Ranges { num_ranges: walk.num_ranges() })));
+            kernels::edge_softmax_ranges(&walk, logits, d, out).map_err(Error::from)
         }
     })?;
-    if decided.is_some()
+    if edge_order
+        && decided.is_some()
         && !trials::nominee_in_use::<I, SoftmaxNominee>(graph, |p| *p == SoftmaxNominee::Ranges)
         && let Some(cache) = graph.cached_if_built::<RangeCache>()
     {

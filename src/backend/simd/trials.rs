@@ -191,10 +191,10 @@ pub fn run<I: Index>(graph: &Graph<I>, sig: Signature, plans: &[BlockPlan], pass
     Ok(())
 }
 
-/// Edge softmax's nominees beside row order, both nominated by
+/// Edge softmax's nominees beside row order: the first two nominated by
 /// `gnnkern_simd::kernels::prefers_edge_order` (the backward has only the
-/// first). Over rows whose edges are in ascending id, all three schemes
-/// give bitwise identical results, so timing may choose.
+/// first; over rows whose edges are in ascending id, all three schemes give
+/// bitwise identical results, so timing may choose), the third otherwise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SoftmaxNominee {
     /// Two phases: rows into a node table, then edges in id order
@@ -206,6 +206,15 @@ pub enum SoftmaxNominee {
     /// edges, 4 heads, end to end) 194-211 ms against two phases' 230-261 ms
     /// (docs/PERFORMANCE.md, "Edge softmax over destination ranges").
     Ranges,
+    /// Where neither of those is nominated (rows too wide for a node
+    /// table) and the output exceeds the cache in whole 64-byte lines
+    /// (`gnnkern_simd::kernels::softmax_may_stream`): row order with its
+    /// output written once by non-temporal stores, the exponential computed
+    /// again instead of the output row reread. Same operations, so bitwise
+    /// the same results. On the Intel Xeon VM of family 6 model 207 (`[E,
+    /// 32]`, 2^20 nodes / 2^24 edges, kernel level) 1.13-1.34x faster
+    /// (docs/PERFORMANCE.md, "Streamed wide softmax rows").
+    Streamed,
 }
 
 /// g-SDDMM's nominees when its output exceeds the cache.
