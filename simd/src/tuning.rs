@@ -305,15 +305,18 @@ pub enum Staging {
     Off,
 }
 
-/// Non-temporal stores of the plain g-SpMM pass's output rows and of
-/// g-SDDMM's vector messages.
+/// Non-temporal stores of the plain g-SpMM pass's output rows, of
+/// g-SDDMM's vector messages and of the row-order edge softmax's output
+/// rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Streaming {
     /// g-SpMM: when the output exceeds [`cache_budget`] (its lines would be
     /// read for ownership only to be evicted before anyone reads them).
     /// g-SDDMM: never in the kernel: whether streaming its scattered
     /// `out[eid]` rows pays flips between machines, so the SIMD backend
-    /// times both (`crate::kernels::sddmm_may_stream`).
+    /// times both (`crate::kernels::sddmm_may_stream`). Edge softmax: never
+    /// in the kernel either; the backend times both for rows of whole lines
+    /// (`crate::kernels::softmax_may_stream`).
     #[default]
     Auto,
     /// Always (full, aligned vectors; tests run the path on small graphs).

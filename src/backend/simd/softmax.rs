@@ -110,12 +110,17 @@ pub(super) fn forward<I: Index>(graph: &Graph<I>, logits: &[f32], d: usize, out:
     // Row order's stores when it runs as the plain candidate of a trial of
     // streamed ones: plain; otherwise as the caller's tuning says.
     let row_order_stores = if streamed { Streaming::Off } else { tuning.streaming };
+    let row_order_pass = if row_order_stores == Streaming::On && kernels::softmax_may_stream(d, out) {
+        PassKind::RowOrderStreamed
+    } else {
+        PassKind::RowOrder
+    };
     let rows = if edge_order { Some(graph.cached(|| Ok(EdgeOrderedRows::build(graph)))?) } else { None };
     let csr = rows.as_ref().map_or_else(|| graph.in_csr().view(), |rows| rows.view(graph));
     let decided = trials::run_nominees(graph, signature::<Forward>(d), nominees, &mut |choice| match choice {
         None | Some(SoftmaxNominee::Streamed) => {
             let (pass, streaming) = match choice {
-                None => (PassKind::RowOrder, row_order_stores),
+                None => (row_order_pass, row_order_stores),
                 Some(_) => (PassKind::RowOrderStreamed, Streaming::On),
             };
             LAST_PASS.with(|c| c.set(Some(pass)));
