@@ -10,6 +10,8 @@
 //!   m = max_{e into v} x[e]                    (pass 1: reads logits, prefetching ahead)
 //!   out[e] = exp(x[e] - m);  s = Σ out[e]      (pass 2: writes out)
 //!   out[e] = out[e] / s                        (pass 3: the row's out lines are in L1/L2)
+//! row order, streamed (Streaming::On, rows of whole aligned lines: softmax_may_stream):
+//!   pass 2 only sums exp(x[e] - m); pass 3 writes exp(x[e] - m) / s once, non-temporal
 //! two phases:
 //!   phase 1, row order:  table[v] = [m | s]   (a max pass and an exp-sum pass; reads logits only)
 //!   phase 2, edge order: out[e] = exp(x[e] - m[dst e]) / s[dst e]

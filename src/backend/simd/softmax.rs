@@ -1,5 +1,6 @@
-//! Edge softmax's schemes on the SIMD backend: row order, two phases, and
-//! destination ranges, chosen by the timed trials.
+//! Edge softmax's schemes on the SIMD backend: row order (plain or
+//! streamed stores), two phases, and destination ranges, chosen by the
+//! timed trials.
 //!
 //! The three schemes are bitwise identical only if every destination sees
 //! its edges in the same order. The range scheme visits them in ascending
@@ -8,7 +9,10 @@
 //! nominates the other schemes (`prefers_edge_order`: graphs larger than
 //! the cache), all of them run over [`EdgeOrderedRows`], the in-CSR's rows
 //! with their edges in ascending id, and the trials may choose by timing.
-//! Smaller graphs run row order over the in-CSR, untried, building nothing.
+//! Where the model nominates neither (smaller graphs, and rows too wide for
+//! a node table), row order runs over the in-CSR, building nothing; if its
+//! output exceeds the cache in whole lines, a trial times it with plain
+//! against streamed stores (`SoftmaxNominee::Streamed`), otherwise untried.
 
 use super::trials::{self, Signature, SoftmaxNominee};
 use super::{LAST_PASS, PassKind, lock};
