@@ -537,11 +537,38 @@ impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
     #[inline(always)]
     fn walk_dense<S: Simd, const V: usize>(&self, s: S, heads: usize) {
         let ctx = &self.ctx;
+        let (k, rows) = (V * S::LANES, (ctx.lhs.row_len, ctx.rhs.row_len, ctx.out_len));
+        let one_message = (k, k, if O::REDUCES_LAST_DIM { 1 } else { k });
+        if heads == 1 && rows == one_message {
+            // Rows of one message each (single-head u_dot_v, u_add_v): the
+            // row and output strides and the lines to prefetch become
+            // constants, which took the loop from ~50 to ~30 instructions
+            // per edge (the strides' reloads and multiplies, the prefetch
+            // loops' compares) and its u_dot_v on RMAT 2^20 / 2^24 at d = 32
+            // from 148-319 to 124-157 ms (Intel Xeon VM, `perf-reports/
+            // ablation/2026-11-29_xeon-m207_sddmm-dot-constants.tsv`): a walk
+            // bound by misses in flight keeps more edges in the window.
+            self.walk_dense_rows::<S, V>(s, 1, one_message);
+        } else {
+            self.walk_dense_rows::<S, V>(s, heads, rows);
+        }
+    }
+
+    /// [`Self::walk_dense`]'s loop for rows of `a_len` and `b_len` floats and
+    /// messages of `out_len`; inlined into both of its calls, so constant
+    /// arguments fold into the loop.
+    #[inline(always)]
+    fn walk_dense_rows<S: Simd, const V: usize>(
+        &self,
+        s: S,
+        heads: usize,
+        (a_len, b_len, out_len): (usize, usize, usize),
+    ) {
+        let ctx = &self.ctx;
         let (src, dst) = (self.list.src(), self.list.dst());
         let ids = |t: Target| if t == Target::Src { src } else { dst };
         let (a_ids, b_ids) = (ids(ctx.lhs.target), ids(ctx.rhs.target));
         let (a_base, b_base) = (ctx.lhs.data.as_ptr(), ctx.rhs.data.as_ptr());
-        let (a_len, b_len) = (ctx.lhs.row_len, ctx.rhs.row_len);
         let lines = |len: usize| len.min(128).div_ceil(16);
         let (a_lines, b_lines) = (lines(a_len), lines(b_len));
         let n = src.len();
@@ -564,7 +591,7 @@ impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
             // at this position only, so this task alone writes its row.
             unsafe {
                 let (a, b) = (a_ids.get_unchecked(k).to_usize(), b_ids.get_unchecked(k).to_usize());
-                let out = ctx.out.at(edge_at(self.list, k) * ctx.out_len);
+                let out = ctx.out.at(edge_at(self.list, k) * out_len);
                 dense_edge::<O, S, V>(s, ctx, heads, (a_base.add(a * a_len), b_base.add(b * b_len)), out);
             }
         }
@@ -796,6 +823,38 @@ unsafe fn dense_dots<O: BinaryOp, I: Index, S: Simd, const V: usize>(
     slots: std::ops::Range<usize>,
     sink: &mut impl MessageSink,
 ) {
+    let k = V * S::LANES;
+    let col_len = if dense.row_is_lhs { ctx.rhs.row_len } else { ctx.lhs.row_len };
+    // SAFETY: forwarded.
+    unsafe {
+        if dense.heads == 1 && col_len == k {
+            // One head (u_dot_v): the gathered rows' stride and the lines to
+            // prefetch become constants, as in the edge walk
+            // (`EdgeRange::walk_dense`). The staged walk gained most: uniform
+            // 2^20 / 2^24 u_dot_v at d = 32 took 141-149 ms staged end to
+            // end against 168-215 ms plain before (the ablation file there).
+            dense_dot_rows::<O, I, S, V>(s, ctx, dense, (r, slots, sink), (1, k));
+        } else {
+            dense_dot_rows::<O, I, S, V>(s, ctx, dense, (r, slots, sink), (dense.heads, col_len));
+        }
+    }
+}
+
+/// [`dense_dots`]' loop for `heads` heads and gathered rows of `col_len`
+/// floats; inlined into both of its calls, so constant arguments fold into
+/// the loop.
+///
+/// # Safety
+/// As for [`dense_dots`]; `heads` and `col_len` are `dense.heads` and the
+/// gathered operand's row length.
+#[inline(always)]
+unsafe fn dense_dot_rows<O: BinaryOp, I: Index, S: Simd, const V: usize>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    dense: &DenseDot,
+    (r, slots, sink): (usize, std::ops::Range<usize>, &mut impl MessageSink),
+    (heads, col_len): (usize, usize),
+) {
     let (cols, eids) = (ctx.ids.cols, ctx.ids.eids);
     let k = V * S::LANES;
     let (row_op, col_op) = if dense.row_is_lhs { (&ctx.lhs, &ctx.rhs) } else { (&ctx.rhs, &ctx.lhs) };
@@ -807,7 +866,7 @@ unsafe fn dense_dots<O: BinaryOp, I: Index, S: Simd, const V: usize>(
         if ctx.prefetch > 0 && kp < cols.len() {
             // SAFETY: slot `kp` of `ctx.ids` holds an in-bounds column id.
             let c = unsafe { cols.get_unchecked(kp).to_usize() };
-            prefetch_row(s, col_base.wrapping_add(c * col_op.row_len), col_op.row_len);
+            prefetch_row(s, col_base.wrapping_add(c * col_len), col_len);
         }
         // SAFETY: by the contract `k_slot` indexes `ctx.ids`, whose ids are
         // in bounds; head `h`'s `V` vectors at `h·K` lie inside both operand
@@ -815,9 +874,9 @@ unsafe fn dense_dots<O: BinaryOp, I: Index, S: Simd, const V: usize>(
         // checked every slot, and `DenseDot::of` that they are these).
         unsafe {
             let c = cols.get_unchecked(k_slot).to_usize();
-            let col = col_base.add(c * col_op.row_len);
+            let col = col_base.add(c * col_len);
             let out = sink.row(eids.get_unchecked(k_slot).to_usize());
-            for h in 0..dense.heads {
+            for h in 0..heads {
                 let (row_h, col_h) = (row.add(h * k), col.add(h * k));
                 *out.add(h) =
                     if dense.row_is_lhs { dot::<O, S>(s, row_h, col_h, k) } else { dot::<O, S>(s, col_h, row_h, k) };
