@@ -181,6 +181,7 @@ fn pass_name(pass: PassKind) -> String {
         PassKind::Staged => "staged".to_string(),
         PassKind::EdgeOrder => "edge-order".to_string(),
         PassKind::EdgeParts { num_parts } => format!("edge-parts:{num_parts}"),
+        PassKind::EdgeRanges { num_parts } => format!("edge-ranges:{num_parts}"),
         PassKind::Blocked { block_sources, num_blocks } => format!("blocked:{num_blocks}x{block_sources}"),
         PassKind::RowOrder => "row-order".to_string(),
         PassKind::RowOrderStreamed => "row-order-streamed".to_string(),

@@ -19,7 +19,7 @@ pub use arg_pull::arg_pull;
 pub use arg_scatter::{arg_scatter, arg_scatter_may_help};
 pub use blocked::BlockedCsr;
 pub use common::SharedMut;
-pub use edge_partition::EdgePartition;
+pub use edge_partition::{EdgePartition, Grouping};
 pub use sddmm::{
     SddmmArgs, SddmmOrder, edge_ids_scattered, sddmm, sddmm_blocking, sddmm_edge_order, sddmm_edge_parts,
     sddmm_may_stage, sddmm_may_stream, sddmm_order, sddmm_staging_into,

@@ -29,6 +29,7 @@ use super::blocked::BlockedCsr;
 use super::common::{
     EdgeIds, Operand, SharedMut, Slot, balanced_bounds, dot, num_parts, plan_slots, widest_gathered_row,
 };
+use super::edge_partition::Grouping;
 use super::staged::{StageWriter, StagedRecords, StagingBuffer, default_window};
 use crate::Index;
 use crate::error::{KernelError, check_len};
@@ -124,15 +125,30 @@ pub fn sddmm_may_stream<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool 
     !O::REDUCES_LAST_DIM && args.plan.out_len.is_multiple_of(16) && args.out.len().saturating_mul(4) > cache_budget()
 }
 
-/// Destination ids per part for the edge walk over `args`' edges
-/// regrouped by destination range ([`super::EdgePartition`]), or `None`
-/// to walk them in id order: the rows of the destination operand, all of
-/// them larger than the cache budget, are then gathered from one budget's
-/// slice at a time while the output is still written in ascending edge id.
-/// On an Intel Xeon VM (u_add_v, d = 32, 2^24 edges, a 1 MiB budget: 128
-/// parts) that walk took 197-209 ms against 317-334 ms in id order on a
-/// uniform graph (`docs/PERFORMANCE.md`, "Destination ranges").
-pub fn sddmm_edge_parts<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> Option<usize> {
+/// How the edge walk should regroup `args`' edges ([`super::EdgePartition`]),
+/// or `None` to walk them in id order:
+///
+/// - messages narrower than a line in an output larger than the cache
+///   budget (a one-float dot): by edge-id range, `budget / message bytes`
+///   edges per part in the CSR's row order, so that a part's messages land
+///   in one budget's slice of the output instead of reading and writing back
+///   a random line each. On an Intel Xeon VM of family 6 model 207 (u_dot_v,
+///   d = 32, RMAT 2^20 / 2^24, a 1 MiB budget: 64 parts) the walk took
+///   96-111 ms against 117-163 ms for the in-CSR walk (`docs/PERFORMANCE.md`,
+///   "Edge-id ranges");
+/// - else, destination operand rows larger than the cache budget: by
+///   destination range, `budget / row bytes` destinations per part, each in
+///   edge-id order, so the destination rows are gathered from one budget's
+///   slice at a time while the output is still written in ascending edge id.
+///   On an Intel Xeon VM (u_add_v, d = 32, 2^24 edges, a 1 MiB budget: 128
+///   parts) that walk took 197-209 ms against 317-334 ms in id order on a
+///   uniform graph (`docs/PERFORMANCE.md`, "Destination ranges").
+pub fn sddmm_edge_parts<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> Option<Grouping> {
+    let budget = cache_budget();
+    let message_bytes = 4 * args.plan.out_len;
+    if message_bytes > 0 && message_bytes < 64 && args.out.len().saturating_mul(4) > budget {
+        return Some(Grouping::EdgeRanges((budget / message_bytes).max(1)));
+    }
     let dst_len = |used: bool, target: Target, len: usize| if used && target == Target::Dst { len } else { 0 };
     let row_bytes = 4 * dst_len(O::USE_LHS, args.lhs_target, args.plan.lhs_len).max(dst_len(
         O::USE_RHS,
@@ -143,8 +159,8 @@ pub fn sddmm_edge_parts<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> Optio
         SddmmOrder::InCsr => args.csr.num_rows(),
         SddmmOrder::OutCsr => args.csr.num_cols(),
     };
-    let budget = cache_budget();
-    (row_bytes > 0 && num_dst.saturating_mul(row_bytes) > budget).then(|| (budget / row_bytes).max(1))
+    (row_bytes > 0 && num_dst.saturating_mul(row_bytes) > budget)
+        .then(|| Grouping::DestinationRanges((budget / row_bytes).max(1)))
 }
 
 /// Whether staging `args`' messages by edge-id window is worth a trial:
@@ -514,7 +530,7 @@ impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
                 // SAFETY: position `kp` of a validated list has in-bounds
                 // node ids and edge id; edge operands are not prefetched.
                 unsafe {
-                    let (u, v) = (src.get_unchecked(kp).to_usize(), dst.get_unchecked(kp).to_usize());
+                    let (u, v) = (src.get_unchecked(kp).to_usize_valid(), dst.get_unchecked(kp).to_usize_valid());
                     let ep = edge_at(self.list, kp);
                     if ctx.prefetch_lhs {
                         prefetch_row(s, ctx.lhs.row(u, ep, v), ctx.lhs.row_len);
@@ -525,8 +541,9 @@ impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
                 }
             }
             // SAFETY: `k` is in the range, below the list's length.
-            let (u, e, v) =
-                unsafe { (src.get_unchecked(k).to_usize(), edge_at(self.list, k), dst.get_unchecked(k).to_usize()) };
+            let (u, e, v) = unsafe {
+                (src.get_unchecked(k).to_usize_valid(), edge_at(self.list, k), dst.get_unchecked(k).to_usize_valid())
+            };
             visit((u, e, v));
         }
     }
@@ -576,7 +593,8 @@ impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
             let kp = k + ctx.prefetch;
             if ctx.prefetch > 0 && kp < n {
                 // SAFETY: position `kp` of the list; prefetches never fault.
-                let (a, b) = unsafe { (a_ids.get_unchecked(kp).to_usize(), b_ids.get_unchecked(kp).to_usize()) };
+                let (a, b) =
+                    unsafe { (a_ids.get_unchecked(kp).to_usize_valid(), b_ids.get_unchecked(kp).to_usize_valid()) };
                 let (pa, pb) = (a_base.wrapping_add(a * a_len), b_base.wrapping_add(b * b_len));
                 for line in 0..a_lines {
                     s.prefetch(pa.wrapping_add(16 * line));
@@ -590,7 +608,7 @@ impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
             // bounds; `DenseEdges::of` checked the slots; its edge id occurs
             // at this position only, so this task alone writes its row.
             unsafe {
-                let (a, b) = (a_ids.get_unchecked(k).to_usize(), b_ids.get_unchecked(k).to_usize());
+                let (a, b) = (a_ids.get_unchecked(k).to_usize_valid(), b_ids.get_unchecked(k).to_usize_valid());
                 let out = ctx.out.at(edge_at(self.list, k) * out_len);
                 dense_edge::<O, S, V>(s, ctx, heads, (a_base.add(a * a_len), b_base.add(b * b_len)), out);
             }
@@ -605,7 +623,7 @@ impl<O: BinaryOp, I: Index> EdgeRange<'_, '_, O, I> {
 #[inline(always)]
 unsafe fn edge_at<I: Index>(list: EdgeList<'_, I>, k: usize) -> usize {
     // SAFETY: a list's edge ids have its length (caller: `k` below it).
-    list.eids().map_or(k, |ids| unsafe { ids.get_unchecked(k) }.to_usize())
+    list.eids().map_or(k, |ids| unsafe { ids.get_unchecked(k) }.to_usize_valid())
 }
 
 /// An edge walk's messages as whole vectors, both operands contiguous:
@@ -707,7 +725,7 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
             // operand rows in bounds; the row-side operand (`r`) is not
             // prefetched, so any `r` gives an in-bounds address.
             unsafe {
-                let (u, e, v) = ends(cols.get_unchecked(kp).to_usize(), eids.get_unchecked(kp).to_usize());
+                let (u, e, v) = ends(cols.get_unchecked(kp).to_usize_valid(), eids.get_unchecked(kp).to_usize_valid());
                 if ctx.prefetch_lhs {
                     prefetch_row(s, ctx.lhs.row(u, e, v), ctx.lhs.row_len);
                 }
@@ -720,7 +738,7 @@ unsafe fn edge_messages<O: BinaryOp, I: Index, S: Simd>(
         // ids are in bounds for the operands and the output, and this task
         // alone handles edge `e`.
         unsafe {
-            let (u, e, v) = ends(cols.get_unchecked(k).to_usize(), eids.get_unchecked(k).to_usize());
+            let (u, e, v) = ends(cols.get_unchecked(k).to_usize_valid(), eids.get_unchecked(k).to_usize_valid());
             message::<O, S>(s, ctx, (u, e, v), sink.row(e));
         }
     }
@@ -865,7 +883,7 @@ unsafe fn dense_dot_rows<O: BinaryOp, I: Index, S: Simd, const V: usize>(
         let kp = k_slot + ctx.prefetch;
         if ctx.prefetch > 0 && kp < cols.len() {
             // SAFETY: slot `kp` of `ctx.ids` holds an in-bounds column id.
-            let c = unsafe { cols.get_unchecked(kp).to_usize() };
+            let c = unsafe { cols.get_unchecked(kp).to_usize_valid() };
             prefetch_row(s, col_base.wrapping_add(c * col_len), col_len);
         }
         // SAFETY: by the contract `k_slot` indexes `ctx.ids`, whose ids are
@@ -873,9 +891,9 @@ unsafe fn dense_dot_rows<O: BinaryOp, I: Index, S: Simd, const V: usize>(
         // rows and its message at `h` inside the output row (`plan_slots`
         // checked every slot, and `DenseDot::of` that they are these).
         unsafe {
-            let c = cols.get_unchecked(k_slot).to_usize();
+            let c = cols.get_unchecked(k_slot).to_usize_valid();
             let col = col_base.add(c * col_len);
-            let out = sink.row(eids.get_unchecked(k_slot).to_usize());
+            let out = sink.row(eids.get_unchecked(k_slot).to_usize_valid());
             for h in 0..heads {
                 let (row_h, col_h) = (row.add(h * k), col.add(h * k));
                 *out.add(h) =
@@ -1061,16 +1079,26 @@ mod tests {
                         "{what}: {walk:?} at {level:?}, {streaming:?}"
                     );
                 }
-                // Regrouped by destination range: 23, 5 and 1 parts (5 under
-                // Miri, which interprets every lane of every walk).
-                let regroupings: &[usize] = if cfg!(miri) { &[5] } else { &[1, 5, num_dst] };
-                for &rows in regroupings {
-                    let parts = EdgePartition::build(&list, rows);
+                // Regrouped by destination range: 23, 5 and 1 parts, and by
+                // edge-id range from either CSR: 1, a few and E parts (one
+                // each under Miri, which interprets every lane of every walk).
+                let (rows, edge_parts): (&[usize], &[usize]) =
+                    if cfg!(miri) { (&[5], &[7]) } else { (&[1, 5, num_dst], &[1, 7, e]) };
+                let by_rows = rows.iter().map(|&r| EdgePartition::by_destination_range(&list, r));
+                let by_edges = edge_parts.iter().flat_map(|&per| {
+                    [
+                        EdgePartition::by_edge_range(&in_view, true, per),
+                        EdgePartition::by_edge_range(&out_view, false, per),
+                    ]
+                });
+                for parts in by_rows.chain(by_edges) {
                     let got = run(None, parts.list());
                     assert_eq!(
                         got,
                         Some(edges.clone()),
-                        "{what}: {rows} destinations per part at {level:?}, {streaming:?}"
+                        "{what}: {:?} ({} parts) at {level:?}, {streaming:?}",
+                        parts.grouping(),
+                        parts.num_parts()
                     );
                 }
             }

@@ -10,10 +10,11 @@
 //!   traffic model picked, built on first use (DGL rebuilds its blocks on
 //!   every call) and shared by g-SpMM and g-SDDMM; its memory is reported
 //!   by [`cache_bytes`];
-//! - the edges regrouped by destination range ([`EdgePartition`]) for
-//!   g-SDDMM's edge walk when the destination rows exceed the cache, built
-//!   for its trial and dropped when no trial keeps the edge walk; reported
-//!   by [`cache_bytes`] too;
+//! - the edges regrouped ([`EdgePartition`]) for g-SDDMM's edge walk, by
+//!   edge-id range when its one-float messages exceed the cache, else by
+//!   destination range when the destination rows do, built for its trial
+//!   and dropped when no trial keeps the edge walk; reported by
+//!   [`cache_bytes`] too;
 //! - for edge softmax on graphs larger than the cache, the in-CSR's rows
 //!   with their edges in ascending id (where they are not already) and the
 //!   range scheme's walk order ([`kernels::RangeChunks`], dropped when no
@@ -42,7 +43,7 @@
 use super::{Backend, BackendKind, EdgeSoftmaxBackwardCall, EdgeSoftmaxCall, SddmmCall, SpmmCall};
 use crate::graph::Graph;
 use crate::{Error, Index, Result};
-use gnnkern_simd::kernels::{self, BlockedCsr, EdgePartition, SddmmArgs, SddmmOrder, SpmmArgs};
+use gnnkern_simd::kernels::{self, BlockedCsr, EdgePartition, Grouping, SddmmArgs, SddmmOrder, SpmmArgs};
 use gnnkern_simd::layout::CsrView;
 use gnnkern_simd::op::{BinaryOp, Reducer};
 use gnnkern_simd::tuning::{Blocking, SourceProfile, Staging, Streaming, Tuning, active_tuning, with_tuning};
@@ -69,7 +70,7 @@ impl<I: Index> Default for BlockCache<I> {
     }
 }
 
-/// g-SDDMM's regrouped edge lists of one graph orientation, one per part size used.
+/// g-SDDMM's regrouped edge lists of one graph, one per grouping used.
 struct PartitionCache<I: Index> {
     parts: Mutex<Vec<Arc<EdgePartition<I>>>>,
 }
@@ -110,9 +111,15 @@ pub enum PassKind {
     /// written sequentially (see [`trials::SddmmNominee::EdgeOrder`]).
     EdgeOrder,
     /// g-SDDMM: the edge walk over `num_parts` destination ranges, each in
-    /// edge-id order ([`EdgePartition`]): the walk [`trials::SddmmNominee::EdgeOrder`]
-    /// runs when the destination rows exceed the cache.
+    /// edge-id order ([`Grouping::DestinationRanges`]): the walk
+    /// [`trials::SddmmNominee::EdgeOrder`] runs when the destination rows
+    /// exceed the cache.
     EdgeParts { num_parts: usize },
+    /// g-SDDMM: the edge walk over `num_parts` edge-id ranges, each in the
+    /// CSR's row order ([`Grouping::EdgeRanges`]): the walk
+    /// [`trials::SddmmNominee::EdgeOrder`] runs when its one-float messages
+    /// exceed the cache.
+    EdgeRanges { num_parts: usize },
     /// Max/min backward, source gradient of a copy-like message: pulled
     /// over the out-CSR (`gnnkern_simd::kernels::arg_pull`).
     Pulled,
@@ -229,15 +236,22 @@ fn blocked_layout<I: Index>(graph: &Graph<I>, block_sources: usize) -> Result<Ar
     Ok(layout)
 }
 
-/// The cached edge list of `graph` regrouped by `rows_per_part` destinations.
-fn edge_partition<I: Index>(graph: &Graph<I>, rows_per_part: usize) -> Result<Arc<EdgePartition<I>>> {
+/// The cached edges of `graph` regrouped as `grouping` says; by edge-id
+/// range, in the row order of the CSR of `order`.
+fn edge_partition<I: Index>(graph: &Graph<I>, grouping: Grouping, order: SddmmOrder) -> Result<Arc<EdgePartition<I>>> {
     let cache = graph.cached(|| Ok(PartitionCache::<I>::default()))?;
     let mut parts = lock(&cache.parts);
-    if let Some(p) = parts.iter().find(|p| p.rows_per_part() == rows_per_part) {
+    if let Some(p) = parts.iter().find(|p| p.grouping() == grouping) {
         return Ok(Arc::clone(p));
     }
-    let p = Arc::new(EdgePartition::build(&graph.edge_list(), rows_per_part));
-    log::debug!("built edge partition: {} parts of {rows_per_part} destinations, {} bytes", p.num_parts(), p.bytes());
+    let p = Arc::new(match grouping {
+        Grouping::DestinationRanges(rows) => EdgePartition::by_destination_range(&graph.edge_list(), rows),
+        Grouping::EdgeRanges(edges) => match order {
+            SddmmOrder::InCsr => EdgePartition::by_edge_range(&graph.in_csr().view(), true, edges),
+            SddmmOrder::OutCsr => EdgePartition::by_edge_range(&graph.out_csr().view(), false, edges),
+        },
+    });
+    log::debug!("built edge partition: {} parts, {grouping:?}, {} bytes", p.num_parts(), p.bytes());
     parts.push(Arc::clone(&p));
     Ok(p)
 }
@@ -407,9 +421,12 @@ impl Backend for Simd {
                 }
                 .map_err(Error::from)
             };
+            // One-float messages or destination rows beyond the cache: the
+            // edge walk runs over the edges regrouped (`kernels::sddmm_edge_parts`).
+            let grouping = kernels::sddmm_edge_parts::<O, I>(&sddmm_args(csr, order, call.reborrow()));
             let nominees = match plan {
                 Some(plan) => [SddmmNominee::Blocked(plan), nominee],
-                None => [nominee, SddmmNominee::EdgeOrder],
+                None => [nominee, SddmmNominee::EdgeOrder(grouping)],
             };
             let decided = trials::run_nominees::<I, SddmmNominee>(graph, sig, &nominees, &mut |choice| {
                 let kind = match choice {
@@ -417,26 +434,21 @@ impl Backend for Simd {
                     Some(SddmmNominee::Streamed) => Some(PassKind::Streamed),
                     Some(SddmmNominee::Staged) => Some(PassKind::Staged),
                     // The walk names its partition, if any.
-                    Some(SddmmNominee::EdgeOrder | SddmmNominee::Blocked(_)) => None,
+                    Some(SddmmNominee::EdgeOrder(_) | SddmmNominee::Blocked(_)) => None,
                 };
                 if kind.is_some() {
                     LAST_PASS.with(|c| c.set(kind));
                 }
                 match choice {
                     None => csr_pass(&mut call),
-                    Some(SddmmNominee::EdgeOrder) => {
+                    Some(SddmmNominee::EdgeOrder(grouping)) => {
                         drop_records();
-                        // Destination rows beyond the cache: regrouped by
-                        // destination range (`kernels::sddmm_edge_parts`).
-                        let parts = kernels::sddmm_edge_parts::<O, I>(&sddmm_args(csr, order, call.reborrow()))
-                            .map(|rows| edge_partition(graph, rows))
-                            .transpose()?;
+                        let parts = grouping.map(|grouping| edge_partition(graph, grouping, order)).transpose()?;
                         LAST_PASS.with(|c| {
-                            c.set(Some(
-                                parts
-                                    .as_ref()
-                                    .map_or(PassKind::EdgeOrder, |p| PassKind::EdgeParts { num_parts: p.num_parts() }),
-                            ))
+                            c.set(Some(parts.as_ref().map_or(PassKind::EdgeOrder, |p| match p.grouping() {
+                                Grouping::DestinationRanges(_) => PassKind::EdgeParts { num_parts: p.num_parts() },
+                                Grouping::EdgeRanges(_) => PassKind::EdgeRanges { num_parts: p.num_parts() },
+                            })))
                         });
                         let list = parts.as_ref().map_or_else(|| graph.edge_list(), |p| p.list());
                         // The walk streams where the messages may stream.
@@ -463,14 +475,21 @@ impl Backend for Simd {
             {
                 trials::release_layout(graph, plan.block_sources);
             }
-            // Regrouped edges serve only the edge walk: dropped once no
-            // signature on this graph runs it or is still timing it.
-            let edge_walk = |p: &SddmmNominee| *p == SddmmNominee::EdgeOrder;
+            // Regrouped edges serve only the edge walk: each grouping is
+            // dropped once no signature on this graph runs the walk over it
+            // or is still timing.
             if decided.is_some()
-                && !trials::nominee_in_use::<I, SddmmNominee>(graph, edge_walk)
                 && let Some(cache) = graph.cached_if_built::<PartitionCache<I>>()
             {
-                lock(&cache.parts).clear();
+                // (The two locks are never held together.)
+                let cached: Vec<Grouping> = lock(&cache.parts).iter().map(|p| p.grouping()).collect();
+                let unused: Vec<Grouping> = cached
+                    .into_iter()
+                    .filter(|&g| {
+                        !trials::nominee_in_use::<I, SddmmNominee>(graph, |n| *n == SddmmNominee::EdgeOrder(Some(g)))
+                    })
+                    .collect();
+                lock(&cache.parts).retain(|p| !unused.contains(&p.grouping()));
             }
             return Ok(());
         }

@@ -99,7 +99,7 @@ use super::BlockCache;
 use crate::graph::Graph;
 use crate::op::Target;
 use crate::{Index, Result};
-use gnnkern_simd::kernels::BlockedCsr;
+use gnnkern_simd::kernels::{BlockedCsr, Grouping};
 use gnnkern_simd::tuning::{BlockPlan, Blocking, active_tuning};
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -234,13 +234,14 @@ pub enum SddmmNominee {
     Staged,
     /// Beside either: the walk over the COO in edge-id order
     /// (`gnnkern_simd::kernels::sddmm_edge_order`), streamed where the
-    /// messages may stream; where the destination rows exceed the cache,
-    /// over the edges regrouped by destination range, each range in id
-    /// order (`gnnkern_simd::kernels::sddmm_edge_parts`). Its messages
-    /// come from the CSR walks' code, so the results are bitwise
-    /// identical. Beside staging only where the traffic model nominates
-    /// no block plan (below).
-    EdgeOrder,
+    /// messages may stream, or over the edges regrouped as the grouping
+    /// says (`gnnkern_simd::kernels::sddmm_edge_parts`): by edge-id range,
+    /// each in the CSR's row order, for one-float messages; else by
+    /// destination range, each in id order, where the destination rows
+    /// exceed the cache. Its messages come from the CSR walks' code, so the
+    /// results are bitwise identical. Beside staging only where the traffic
+    /// model nominates no block plan (below).
+    EdgeOrder(Option<Grouping>),
     /// Beside staging, where the traffic model nominates blocking: the
     /// blocked pass with its first block plan, which writes `out[eid]`
     /// directly as the plain pass does (bitwise identical, as every
@@ -270,7 +271,7 @@ impl LayoutNominee for SddmmNominee {
     fn block_sources(&self) -> Option<usize> {
         match self {
             Self::Blocked(plan) => Some(plan.block_sources),
-            Self::Streamed | Self::Staged | Self::EdgeOrder => None,
+            Self::Streamed | Self::Staged | Self::EdgeOrder(_) => None,
         }
     }
 }
