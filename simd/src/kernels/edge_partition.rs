@@ -21,7 +21,7 @@
 //!   while the row operand is still read in ascending row order, mostly
 //!   once per run of equal rows. On the Intel Xeon VM of family 6 model 207
 //!   (u_dot_v, d = 32, RMAT 2^20 / 2^24, 64 parts of 1 MiB of output) the
-//!   walk took 96-111 ms against the in-CSR walk's 117-163 ms.
+//!   walk took 96-114 ms against the in-CSR walk's 117-146 ms at kernel level.
 //!
 //! `docs/PERFORMANCE.md`, "Destination ranges" and "Edge-id ranges".
 

@@ -134,7 +134,7 @@ pub fn sddmm_may_stream<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>) -> bool 
 ///   in one budget's slice of the output instead of reading and writing back
 ///   a random line each. On an Intel Xeon VM of family 6 model 207 (u_dot_v,
 ///   d = 32, RMAT 2^20 / 2^24, a 1 MiB budget: 64 parts) the walk took
-///   96-111 ms against 117-163 ms for the in-CSR walk (`docs/PERFORMANCE.md`,
+///   96-114 ms against 117-146 ms for the in-CSR walk (`docs/PERFORMANCE.md`,
 ///   "Edge-id ranges");
 /// - else, destination operand rows larger than the cache budget: by
 ///   destination range, `budget / row bytes` destinations per part, each in

@@ -74,11 +74,13 @@
 //! order ([`SddmmNominee::EdgeOrder`]), which writes the output
 //! sequentially but gathers both operand rows: it won u_add_v on RMAT and
 //! lost on uniform graphs (docs/PERFORMANCE.md, "g-SDDMM in edge order").
-//! Where the traffic model nominates blocking for a one-float message, its
-//! first block plan takes the edge walk's place ([`SddmmNominee::Blocked`]):
-//! blocking, which keeps the gathered rows cached, won uniform u_dot_v at
-//! d = 128 on an Intel Xeon VM whose L3 sizes the blocks, and the edge
-//! walk has not won a one-float message yet.
+//! For one-float messages the walk runs over edge-id ranges, each in CSR
+//! row order, which keeps the writes in a cache-sized slice of the output:
+//! it won u_dot_v d = 32 on RMAT ("Edge-id ranges"). Where the traffic model
+//! nominates blocking for a one-float message, its first block plan takes
+//! the edge walk's place ([`SddmmNominee::Blocked`]): blocking, which keeps
+//! the gathered rows cached, won uniform u_dot_v at d = 128 on an Intel
+//! Xeon VM whose L3 sizes the blocks.
 //!
 //! g-SpMM with a large one-float edge operand read by
 //! scattered edge ids likewise times the plain pass against one that first
