@@ -85,9 +85,10 @@ impl<I: Index> EdgePartition<I> {
         }
     }
 
-    /// Regroups the edges of `csr` into parts of `edges_per_part` (at least
-    /// 1) edge ids, keeping the CSR's order within each part. `rows_are_dst`:
-    /// the CSR's rows are the destinations (an in-CSR), else the sources.
+    /// Regroups the edges of `csr` into parts of `edges_per_part` edge ids
+    /// (at least one), keeping the CSR's order within each part.
+    /// `rows_are_dst`: the CSR's rows are the destinations (an in-CSR), else
+    /// the sources.
     pub fn by_edge_range(csr: &CsrView<'_, I>, rows_are_dst: bool, edges_per_part: usize) -> Self {
         let per = edges_per_part.max(1);
         let e = csr.num_edges();
