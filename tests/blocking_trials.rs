@@ -116,8 +116,15 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
             (out.into_vec(), last_pass().expect("the SIMD backend ran"))
         };
         let name = format!("u_dot_v d = {width}");
+        let before = cache_bytes(&g);
         let calls: Vec<(Vec<f32>, PassKind)> = (0..12).map(|_| u_dot_v()).collect();
         let passes = assert_trials(&name, &calls, PassKind::Plain, &nominees);
+        if width == 2 {
+            // The edge-range partition (three ids per edge) stays beside
+            // whatever the graph held before only if the trial kept its walk.
+            let held = if edge_ranges(&passes[11]) { 3 * e * 4 } else { 0 };
+            assert_eq!(cache_bytes(&g) - before, held, "{name}: edge ranges cached iff kept ({passes:?})");
+        }
         // The graph keeps the records (an edge id and a message per edge)
         // only while the last call staged (the signatures share one buffer;
         // any other pass frees it); the layout only while a signature runs

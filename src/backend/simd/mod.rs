@@ -13,8 +13,8 @@
 //! - the edges regrouped ([`EdgePartition`]) for g-SDDMM's edge walk, by
 //!   edge-id range when its one-float messages exceed the cache, else by
 //!   destination range when the destination rows do, built for its trial
-//!   and dropped when no trial keeps the edge walk; reported by
-//!   [`cache_bytes`] too;
+//!   and dropped when no trial keeps the edge walk over that grouping;
+//!   reported by [`cache_bytes`] too;
 //! - for edge softmax on graphs larger than the cache, the in-CSR's rows
 //!   with their edges in ascending id (where they are not already) and the
 //!   range scheme's walk order ([`kernels::RangeChunks`], dropped when no
