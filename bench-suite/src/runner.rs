@@ -278,11 +278,16 @@ fn run_once<I: Index>(
     Ok(Some(ran))
 }
 
-/// (Σ x, Σ |x|) in f64.
+/// (Σ x, Σ |x|) in f64, the same bits run to run: chunks are summed in
+/// parallel, then their sums in chunk order (a parallel `reduce` combines
+/// in whatever tree the work stealing built, which moved the last digit of
+/// the checksum between processes of one binary).
 pub fn checksums(out: &[f32]) -> (f64, f64) {
-    out.par_chunks(1 << 16)
+    let parts: Vec<(f64, f64)> = out
+        .par_chunks(1 << 16)
         .map(|c| c.iter().fold((0.0f64, 0.0f64), |(s, a), &x| (s + f64::from(x), a + f64::from(x).abs())))
-        .reduce(|| (0.0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1))
+        .collect();
+    parts.iter().fold((0.0, 0.0), |x, y| (x.0 + y.0, x.1 + y.1))
 }
 
 struct Summary<'a> {
@@ -385,7 +390,24 @@ pub fn write_f32_file(path: &std::path::Path, values: &[f32]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use super::{checksums, median};
+
+    #[test]
+    fn checksums_sum_the_chunks_in_order() {
+        // Magnitudes 1e-8 .. 1e8, so the order of the f64 additions shows.
+        let out: Vec<f32> = (0..(5 << 16) + 123).map(|i| ((i % 17) as f32 - 8.0) * 10f32.powi(i % 17 - 8)).collect();
+        let in_order = out.chunks(1 << 16).fold((0.0f64, 0.0f64), |(s, a), c| {
+            let (cs, ca) = c.iter().fold((0.0f64, 0.0f64), |(s, a), &x| (s + f64::from(x), a + f64::from(x).abs()));
+            (s + cs, a + ca)
+        });
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for _ in 0..4 {
+                let got = pool.install(|| checksums(&out));
+                assert_eq!((got.0.to_bits(), got.1.to_bits()), (in_order.0.to_bits(), in_order.1.to_bits()));
+            }
+        }
+    }
 
     #[test]
     fn medians() {

@@ -527,6 +527,18 @@ fn dense_gather<O: BinaryOp, S: Simd, const V: usize>(ctx: &Ctx<'_, impl Index>,
 /// lines, so fewer instructions per edge put more edges, hence more
 /// outstanding misses, into the out-of-order window.
 ///
+/// The edge operand's form is decided here, once per chunk, and each form
+/// has its own loop ([`EdgeOperand`]): with the form a run-time flag, the
+/// loop re-read its slot offsets and operand bases from memory on every
+/// edge (the prefetches may write memory as far as the compiler knows) and
+/// broadcast a scalar weight once per vector, ~60 instructions per edge at
+/// d = 128 against copy_u's ~25. On the model-207 Xeon VM (uniform 2^20 /
+/// 2^24, `w[E, 1]`, d = 128) u_mul_e_sum went from 602–795 ms (plain) to
+/// 565–673 (plain) and 481 (staged) end to end in four alternated rounds,
+/// and with the
+/// edge ids in slot order from 544–573 to 424–437 ms at kernel level, 1.1×
+/// copy_u_sum (perf-reports/ablation/2026-11-29_xeon-m207_spmm-dense-edge-operand.tsv).
+///
 /// # Safety
 /// As for [`accumulate`], and `dense_gather(ctx, slots)` holds.
 #[inline(always)]
@@ -545,89 +557,138 @@ unsafe fn accumulate_dense<
     slots: &[Slot; V],
     acc: &mut Acc<S, V>,
 ) {
-    let rows = DenseRows::new(s, ctx, slots, O::USE_RHS);
+    let rows = DenseRows::new(s, ctx, slots);
+    // SAFETY: forwarded from the caller, `dense_gather` held, and each
+    // loop gets the form just tested.
+    unsafe {
+        if !O::USE_RHS {
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::NONE }>(s, rows, edges, acc);
+        } else if ctx.rhs.contiguous {
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::VECTORS }>(s, rows, edges, acc);
+        } else if rows.rhs.iter().all(|&o| o == rows.rhs[0]) {
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::ONE_SCALAR }>(s, rows, edges, acc);
+        } else {
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::SCALAR_PER_VECTOR }>(s, rows, edges, acc);
+        }
+    }
+}
+
+/// How a [`dense_gather`] chunk reads the edge operand (a const parameter
+/// of [`dense_loop`]).
+struct EdgeOperand;
+
+impl EdgeOperand {
+    /// The operator reads no rhs.
+    const NONE: u8 = 0;
+    /// `V` consecutive vectors of the edge's row.
+    const VECTORS: u8 = 1;
+    /// One scalar per edge for every vector (a one-head weight `w[E, 1]`):
+    /// loaded and broadcast once.
+    const ONE_SCALAR: u8 = 2;
+    /// A scalar per vector (multi-head weights `a[E, H, 1]`), each broadcast.
+    const SCALAR_PER_VECTOR: u8 = 3;
+}
+
+/// # Safety
+/// As for [`accumulate_dense`]; `RHS` is the form `accumulate_dense` found.
+#[inline(always)]
+unsafe fn dense_loop<
+    O: BinaryOp,
+    R: Reducer,
+    I: Index,
+    S: Simd,
+    const V: usize,
+    const ARGS: bool,
+    const ORDERED: bool,
+    const RHS: u8,
+>(
+    s: S,
+    rows: DenseRows<'_, I, V>,
+    edges: std::ops::Range<usize>,
+    acc: &mut Acc<S, V>,
+) {
     let first = edges.start;
     for k in edges {
         // SAFETY: `k` is a slot of `ctx.ids` (caller), so are the prefetched
         // ones below `indices.len()`; `dense_gather` holds.
         unsafe {
-            rows.prefetch(s, k + ctx.prefetch);
-            let (row, erow) = rows.at(k);
+            rows.prefetch::<S, RHS>(s, k + rows.prefetch);
+            let (row, erow) = rows.at::<RHS>(k);
             let kk = s.splat_i32((k - first) as i32);
+            let one = if RHS == EdgeOperand::ONE_SCALAR { s.splat(*erow.add(rows.rhs[0])) } else { s.splat(0.0) };
             for i in 0..V {
-                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, rows.operands(s, row, erow, i), kk, acc, i);
+                let a = s.load(row.add(i * S::LANES));
+                let b = match RHS {
+                    EdgeOperand::NONE => a,
+                    EdgeOperand::VECTORS => s.load(erow.add(rows.rhs[0] + i * S::LANES)),
+                    EdgeOperand::ONE_SCALAR => one,
+                    _ => s.splat(*erow.add(rows.rhs[i])),
+                };
+                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, acc, i);
             }
         }
     }
 }
 
-/// Row addressing of a [`dense_gather`] chunk: the lhs span of a slot's
-/// source row and, for edge operands, its edge row.
+/// Row addressing of a [`dense_gather`] chunk, copied out of the context
+/// so that the loop keeps it in registers: the lhs span of a slot's source
+/// row and, for edge operands, its edge row.
 #[derive(Clone, Copy)]
-struct DenseRows<'a, 'b, I: Index, const V: usize> {
-    ctx: &'a Ctx<'b, I>,
-    slots: &'a [Slot; V],
+struct DenseRows<'a, I: Index, const V: usize> {
+    cols: &'a [I],
+    eids: &'a [I],
+    staged: Option<StagedEdges<'a>>,
+    /// The first gathered float of source row 0.
     lhs: *const f32,
-    /// The operator reads rhs (an edge operand: `dense_gather`).
-    use_rhs: bool,
-    /// The rhs is `V` vectors per edge (else a scalar broadcast per slot).
-    rhs_vectors: bool,
+    lhs_row_len: usize,
+    rhs_data: *const f32,
+    rhs_row_len: usize,
+    /// Each slot's offset in the edge row.
+    rhs: [usize; V],
+    /// Prefetch distance in slots (0: off).
+    prefetch: usize,
     /// Prefetches per span: one per 64-byte line.
     per_line: usize,
 }
 
-impl<'a, 'b, I: Index, const V: usize> DenseRows<'a, 'b, I, V> {
+impl<'a, I: Index, const V: usize> DenseRows<'a, I, V> {
     #[inline(always)]
-    fn new<S: Simd>(_s: S, ctx: &'a Ctx<'b, I>, slots: &'a [Slot; V], use_rhs: bool) -> Self {
+    fn new<S: Simd>(_s: S, ctx: &Ctx<'a, I>, slots: &[Slot; V]) -> Self {
         DenseRows {
-            ctx,
-            slots,
-            lhs: ctx.lhs.data.as_ptr(),
-            use_rhs,
-            rhs_vectors: ctx.rhs.contiguous,
+            cols: ctx.ids.cols,
+            eids: ctx.ids.eids,
+            staged: ctx.staged_edges,
+            lhs: ctx.lhs.data.as_ptr().wrapping_add(slots[0].lhs),
+            lhs_row_len: ctx.lhs.row_len,
+            rhs_data: ctx.rhs.data.as_ptr(),
+            rhs_row_len: ctx.rhs.row_len,
+            rhs: std::array::from_fn(|i| slots[i].rhs),
+            prefetch: ctx.prefetch,
             per_line: (16 / S::LANES).max(1),
         }
     }
 
-    /// The lhs span and the edge row of slot `k`.
+    /// The lhs span and the edge row of slot `k` (null without an edge
+    /// operand).
     ///
     /// # Safety
     /// `k` is a slot of `ctx.ids`.
     #[inline(always)]
-    unsafe fn at(&self, k: usize) -> (*const f32, *const f32) {
-        let ctx = self.ctx;
+    unsafe fn at<const RHS: u8>(&self, k: usize) -> (*const f32, *const f32) {
         // SAFETY: slot `k`'s source id indexes a row of lhs and its edge id a
         // row of rhs, whose lengths `plan_slots` checked; `dense_gather` put
         // every slot inside them.
         unsafe {
-            let u = ctx.ids.cols.get_unchecked(k).to_usize_valid();
-            let row = self.lhs.add(u * ctx.lhs.row_len + self.slots[0].lhs);
-            let erow = if !self.use_rhs {
-                std::ptr::null()
-            } else {
-                ctx.rhs.data.as_ptr().add(ctx.edge_row(k) * ctx.rhs.row_len)
+            let u = self.cols.get_unchecked(k).to_usize_valid();
+            let row = self.lhs.add(u * self.lhs_row_len);
+            if RHS == EdgeOperand::NONE {
+                return (row, std::ptr::null());
+            }
+            let e = match &self.staged {
+                Some(st) => st.row_of(k),
+                None => self.eids.get_unchecked(k).to_usize_valid(),
             };
-            (row, erow)
-        }
-    }
-
-    /// Vector `i` of the lhs span and its rhs partner (`a` itself without rhs).
-    ///
-    /// # Safety
-    /// `row`, `erow` from [`DenseRows::at`].
-    #[inline(always)]
-    unsafe fn operands<S: Simd>(&self, s: S, row: *const f32, erow: *const f32, i: usize) -> (S::F32, S::F32) {
-        // SAFETY: forwarded; the slots lie inside the rows.
-        unsafe {
-            let a = s.load(row.add(i * S::LANES));
-            let b = if !self.use_rhs {
-                a
-            } else if self.rhs_vectors {
-                s.load(erow.add(self.slots[i].rhs))
-            } else {
-                s.splat(*erow.add(self.slots[i].rhs))
-            };
-            (a, b)
+            (row, self.rhs_data.add(e * self.rhs_row_len))
         }
     }
 
@@ -635,25 +696,28 @@ impl<'a, 'b, I: Index, const V: usize> DenseRows<'a, 'b, I, V> {
     /// or with prefetching off).
     ///
     /// # Safety
-    /// Slots below `ctx.ids.cols.len()` are slots of `ctx.ids`.
+    /// Slots below `cols.len()` are slots of `ctx.ids`.
     #[inline(always)]
-    unsafe fn prefetch<S: Simd>(&self, s: S, kp: usize) {
-        if self.ctx.prefetch == 0 || kp >= self.ctx.ids.cols.len() {
+    unsafe fn prefetch<S: Simd, const RHS: u8>(&self, s: S, kp: usize) {
+        if self.prefetch == 0 || kp >= self.cols.len() {
             return;
         }
         // SAFETY: `kp` is a slot of `ctx.ids`; prefetches never fault.
         unsafe {
-            let (row, erow) = self.at(kp);
+            let (row, erow) = self.at::<RHS>(kp);
             for i in (0..V).step_by(self.per_line) {
                 s.prefetch(row.add(i * S::LANES));
             }
-            if self.use_rhs {
-                // The edge operand is read by edge id: a random line per
-                // edge (a miss the gathered rows' prefetch does not cover).
-                let span = if self.rhs_vectors { V } else { 1 };
-                for i in (0..span).step_by(self.per_line) {
-                    s.prefetch(erow.add(self.slots[0].rhs + i * S::LANES));
+            // The edge operand is read by edge id: a random line per edge
+            // (a miss the gathered rows' prefetch does not cover).
+            match RHS {
+                EdgeOperand::NONE => {}
+                EdgeOperand::VECTORS => {
+                    for i in (0..V).step_by(self.per_line) {
+                        s.prefetch(erow.add(self.rhs[0] + i * S::LANES));
+                    }
                 }
+                _ => s.prefetch(erow.add(self.rhs[0])),
             }
         }
     }
