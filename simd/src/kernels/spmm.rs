@@ -535,9 +535,9 @@ fn dense_gather<O: BinaryOp, S: Simd, const V: usize>(ctx: &Ctx<'_, impl Index>,
 /// d = 128 against copy_u's ~25. On the model-207 Xeon VM (uniform 2^20 /
 /// 2^24, `w[E, 1]`, d = 128) u_mul_e_sum went from 602–795 ms (plain) to
 /// 565–673 (plain) and 481 (staged) end to end in four alternated rounds,
-/// and with the
-/// edge ids in slot order from 544–573 to 424–437 ms at kernel level, 1.1×
-/// copy_u_sum (perf-reports/ablation/2026-11-29_xeon-m207_spmm-dense-edge-operand.tsv).
+/// and with the edge ids in slot order from 544–573 to 424–437 ms at
+/// kernel level, 1.01–1.13× copy_u_sum's time
+/// (perf-reports/ablation/2026-11-29_xeon-m207_spmm-dense-edge-operand.tsv).
 ///
 /// # Safety
 /// As for [`accumulate`], and `dense_gather(ctx, slots)` holds.
@@ -610,7 +610,7 @@ unsafe fn dense_loop<
     let first = edges.start;
     for k in edges {
         // SAFETY: `k` is a slot of `ctx.ids` (caller), so are the prefetched
-        // ones below `indices.len()`; `dense_gather` holds.
+        // ones below `cols.len()`; `dense_gather` holds.
         unsafe {
             rows.prefetch::<S, RHS>(s, k + rows.prefetch);
             let (row, erow) = rows.at::<RHS>(k);
