@@ -141,7 +141,7 @@ pub fn edge_softmax_backward<I: Index>(
         None => drive_rows(RowOrderBackward { csr, y, g, d, out: SharedMut::new(grad_logits), prefetch }),
         Some(dst) => {
             let mut table = aligned_filled(n * d, 0f32);
-            drive_rows(RowDot { csr, y, g, d, table: SharedMut::new(&mut table), prefetch });
+            drive_rows(RowDot { csr, y, g, d, out: SharedMut::new(&mut table), prefetch });
             drive_edges(Gradient { dst, y, g, d, table: &table, out: SharedMut::new(grad_logits), prefetch });
         }
     }
@@ -403,18 +403,25 @@ impl<I: Index> RowKernel for RowOrder<'_, I> {
     }
 }
 
+/// The backward's row pass: per row and vector of features, the dot
+/// `t = Σ_e g[e]·y[e]` ([`row_dot`]), then under `TO_TABLE` (phase 1 of the
+/// two-phase scheme) `t` into the node table's row `v`, else (row order) each
+/// edge's gradient `out[e] = y[e]·(g[e] − t)` straight away.
 #[derive(Clone, Copy)]
-struct RowOrderBackward<'a, I: Index> {
+struct BackwardRows<'a, I: Index, const TO_TABLE: bool> {
     csr: CsrView<'a, I>,
     y: &'a [f32],
     g: &'a [f32],
     d: usize,
+    /// `TO_TABLE`: the `num_rows × d` table, row `v` written by the task
+    /// owning `v`; else the `E × d` gradient, edge rows written by the task
+    /// owning their destination.
     out: SharedMut<f32>,
     /// Prefetch distance in CSR slots (0: off).
     prefetch: usize,
 }
 
-impl<I: Index> RowKernel for RowOrderBackward<'_, I> {
+impl<I: Index, const TO_TABLE: bool> RowKernel for BackwardRows<'_, I, TO_TABLE> {
     fn csr(&self) -> CsrView<'_, impl Index> {
         self.csr
     }
@@ -425,20 +432,30 @@ impl<I: Index> RowKernel for RowOrderBackward<'_, I> {
     fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>) {
         let (d, eids) = (self.d, self.csr.eids());
         let (y, g) = (self.y.as_ptr(), self.g.as_ptr());
+        // The lines fetched ahead: both operands, and in row order the
+        // gradient's lines, which its stores read for ownership.
+        // SAFETY: offset 0 of `out`.
+        let lines = [g, y, unsafe { self.out.at(0) }.cast_const()];
+        let ahead = if TO_TABLE { &lines[..2] } else { &lines[..] };
         for v in rows {
             let edges = self.csr.row_range(v);
             let mut j = 0;
             while j < d {
                 let len = S::LANES.min(d - j);
-                // SAFETY: as in the forward kernel: offsets `e·d + j + len`
-                // stay below the checked `E·d`, and `out[e]` belongs to this task.
+                // SAFETY: as in the forward kernels: offsets `e·d + j + len`
+                // stay below the checked `E·d`; table row `v` (`d` floats)
+                // and the rows of this row's edges belong to this task.
                 unsafe {
                     let pf = if j == 0 { self.prefetch } else { 0 };
-                    let t = row_dot(s, eids, edges.clone(), (g, y), (d, j, len), pf, &[g, y, self.out.at(0)]);
-                    for k in edges.clone() {
-                        let o = eids.get_unchecked(k).to_usize() * d + j;
-                        let yv = load(s, y.add(o), len);
-                        store(s, self.out.at(o), s.mul(yv, s.sub(load(s, g.add(o), len), t)), len);
+                    let t = row_dot(s, eids, edges.clone(), (g, y), (d, j, len), pf, ahead);
+                    if TO_TABLE {
+                        store(s, self.out.at(v * d + j), t, len);
+                    } else {
+                        for k in edges.clone() {
+                            let o = eids.get_unchecked(k).to_usize() * d + j;
+                            let yv = load(s, y.add(o), len);
+                            store(s, self.out.at(o), s.mul(yv, s.sub(load(s, g.add(o), len), t)), len);
+                        }
                     }
                 }
                 j += len;
@@ -446,6 +463,12 @@ impl<I: Index> RowKernel for RowOrderBackward<'_, I> {
         }
     }
 }
+
+/// The row-order backward: gradients written row by row.
+type RowOrderBackward<'a, I> = BackwardRows<'a, I, false>;
+
+/// Phase 1 backward: `table[v] = Σ_e g[e]·y[e]`.
+type RowDot<'a, I> = BackwardRows<'a, I, true>;
 
 // ---------------------------------------------------------------- two phases
 
@@ -550,47 +573,6 @@ impl<I: Index> EdgeKernel for Normalize<'_, I> {
                     store(s, self.out.at(e * d + j), s.div(ex, load(s, row.add(d + j), len)), len);
                     j += len;
                 }
-            }
-        }
-    }
-}
-
-/// Phase 1 backward: `table[v] = Σ_e g[e]·y[e]`.
-#[derive(Clone, Copy)]
-struct RowDot<'a, I: Index> {
-    csr: CsrView<'a, I>,
-    y: &'a [f32],
-    g: &'a [f32],
-    d: usize,
-    /// `num_rows × d`; row `v` written by the task owning `v`.
-    table: SharedMut<f32>,
-    prefetch: usize,
-}
-
-impl<I: Index> RowKernel for RowDot<'_, I> {
-    fn csr(&self) -> CsrView<'_, impl Index> {
-        self.csr
-    }
-    fn d(&self) -> usize {
-        self.d
-    }
-    #[inline(always)]
-    fn rows<S: Simd>(self, s: S, rows: std::ops::Range<usize>) {
-        let (d, eids) = (self.d, self.csr.eids());
-        let (y, g) = (self.y.as_ptr(), self.g.as_ptr());
-        for v in rows {
-            let edges = self.csr.row_range(v);
-            let mut j = 0;
-            while j < d {
-                let len = S::LANES.min(d - j);
-                // SAFETY: as for `MaxSum`: offsets stay below the checked
-                // `E·d`, and table row `v` (`d` floats) belongs to this task.
-                unsafe {
-                    let pf = if j == 0 { self.prefetch } else { 0 };
-                    let t = row_dot(s, eids, edges.clone(), (g, y), (d, j, len), pf, &[g, y]);
-                    store(s, self.table.at(v * d + j), t, len);
-                }
-                j += len;
             }
         }
     }
@@ -707,8 +689,8 @@ mod tests {
         let out = SharedMut::new(&mut back);
         dispatch(level, d, narrow, RowDispatch(RowOrderBackward { csr, y, g: &g, d, out, prefetch: 2 }));
         let mut dots = aligned_filled(n * d, 0f32);
-        let table = SharedMut::new(&mut dots);
-        dispatch(level, d, narrow, RowDispatch(RowDot { csr, y, g: &g, d, table, prefetch: 2 }));
+        let out = SharedMut::new(&mut dots);
+        dispatch(level, d, narrow, RowDispatch(RowDot { csr, y, g: &g, d, out, prefetch: 2 }));
         let mut back2 = aligned_filled(e * d, 0f32);
         let out = SharedMut::new(&mut back2);
         dispatch(

@@ -270,11 +270,23 @@ impl<I: Index> Ctx<'_, I> {
     #[inline(always)]
     unsafe fn edge_row(&self, k: usize) -> usize {
         // SAFETY: forwarded from the caller.
-        unsafe {
-            match &self.staged_edges {
-                Some(st) => st.row_of(k),
-                None => self.ids.eids.get_unchecked(k).to_usize_valid(),
-            }
+        unsafe { edge_row_of(&self.staged_edges, self.ids.eids, k) }
+    }
+}
+
+/// The edge-operand row of slot `k`: its staged row under `staged`, else its
+/// edge id `eids[k]`. Shared by [`Ctx::edge_row`] and [`DenseRows::at`],
+/// which holds its own copy of `staged` and `eids` in registers.
+///
+/// # Safety
+/// `k` is a slot of `eids`; with `staged`, of the CSR it was staged for.
+#[inline(always)]
+unsafe fn edge_row_of<I: Index>(staged: &Option<StagedEdges<'_>>, eids: &[I], k: usize) -> usize {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match staged {
+            Some(st) => st.row_of(k),
+            None => eids.get_unchecked(k).to_usize_valid(),
         }
     }
 }
@@ -684,10 +696,7 @@ impl<'a, I: Index, const V: usize> DenseRows<'a, I, V> {
             if RHS == EdgeOperand::NONE {
                 return (row, std::ptr::null());
             }
-            let e = match &self.staged {
-                Some(st) => st.row_of(k),
-                None => self.eids.get_unchecked(k).to_usize_valid(),
-            };
+            let e = edge_row_of(&self.staged, self.eids, k);
             (row, self.rhs_data.add(e * self.rhs_row_len))
         }
     }
