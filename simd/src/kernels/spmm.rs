@@ -586,7 +586,8 @@ unsafe fn accumulate_dense<
 }
 
 /// How a [`dense_gather`] chunk reads the edge operand (a const parameter
-/// of [`dense_loop`]).
+/// of [`dense_loop`]): `u8` constants, since stable Rust takes no enum as a
+/// const parameter.
 struct EdgeOperand;
 
 impl EdgeOperand {
@@ -601,6 +602,10 @@ impl EdgeOperand {
     const SCALAR_PER_VECTOR: u8 = 3;
 }
 
+/// [`accumulate_dense`]'s loop over `edges` for one edge-operand form
+/// `RHS`: per edge a prefetch `rows.prefetch` slots ahead, the source row's
+/// `V` vectors and their rhs partners into `acc`.
+///
 /// # Safety
 /// As for [`accumulate_dense`]; `RHS` is the form `accumulate_dense` found.
 #[inline(always)]
