@@ -26,8 +26,8 @@
 //!
 //! Two block sizes are nominated where the L3 is reported but not credible
 //! (a VM seeing its host's L3; `gnnkern_simd::tuning::blocking_budgets`):
-//! the guest's share of it is unknown, so the model is asked at a quarter
-//! and an eighth of it and the trial times what it nominates, fewest blocks
+//! the guest's share of it is unknown, so the model is asked at a half and
+//! a quarter of it and the trial times what it nominates, fewest blocks
 //! first. Once decided, the layouts not kept are dropped.
 //!
 //! Each pass is timed only from its second run: a first blocked run right
