@@ -1,4 +1,4 @@
-//! The error model: every invalid input is a typed [`Error`] that names the
+//! The error model: every invalid input is a typed [`Error`](enum@Error) that names the
 //! problem (which array, which position, which shapes). Validation happens
 //! before any output is written, so an error never leaves a partly written
 //! output behind.

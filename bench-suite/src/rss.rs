@@ -23,7 +23,7 @@ fn status_mb(field: &str) -> Option<f64> {
 /// Returns whether the kernel accepted it.
 ///
 /// The allocator's free pages are returned to the kernel first
-/// ([`release_free_heap`]): otherwise memory that earlier cases freed but
+/// (`release_free_heap`): otherwise memory that earlier cases freed but
 /// glibc kept counts in this case's peak: up to 69 MiB per case of the
 /// 2^20-edge graphs (`perf-reports/ablation/2026-11-27_xeon_peak-rss-trim.tsv`).
 pub fn reset_peak() -> bool {

@@ -5,7 +5,7 @@
 //!   `../shared/datasets` (also our own output, with i32 or i64 ids).
 //! - [`npy`], [`mtx`], [`snap`], [`ogb`], [`planetoid`]: NumPy arrays, Matrix Market,
 //!   SNAP-style edge lists, OGB node-property layouts and Planetoid raw files.
-//! - [`generate`] / [`GraphSpec`]: `uniform:N:M:SEED`, `rmat:SCALE:DEG:SEED`,
+//! - [`generate`](fn@generate) / [`GraphSpec`]: `uniform:N:M:SEED`, `rmat:SCALE:DEG:SEED`,
 //!   `sbm:N:K:P_IN:P_OUT:SEED`, `chain:N`, `star:N`.
 //! - [`sample_block`]: DGL-style neighbour-sampled blocks per layer.
 //!

@@ -18,7 +18,7 @@ pub struct Args {
     /// Any other suite defined in the suites file.
     #[arg(long)]
     pub name: Option<String>,
-    /// Run-file path (default: perf-reports/runs/<date>_<machine>_<gitrev>.json).
+    /// Run-file path (default: `perf-reports/runs/<date>_<machine>_<gitrev>.json`).
     #[arg(long, conflicts_with = "resume")]
     pub out: Option<PathBuf>,
     /// Continue an interrupted run file, skipping the cases it holds.

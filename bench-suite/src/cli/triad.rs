@@ -1,5 +1,5 @@
 //! `gnnkern-bench triad`: (re-)measure the STREAM-triad bandwidth at every
-//! thread count and cache it in perf-reports/machines/<machine>.json.
+//! thread count and cache it in `perf-reports/machines/<machine>.json`.
 
 use crate::error::Result;
 use crate::machine::{Machine, repo_root};

@@ -1,5 +1,5 @@
 //! Pointwise activations, dropout and the masked cross-entropy loss, each as a forward function plus the backward it pairs with.
-//! Pointwise loops run in parallel above [`PAR_MIN`] elements.
+//! Pointwise loops run in parallel above [`PAR_MIN`](super::dense::PAR_MIN) elements.
 
 use super::dense::{Mat, apply, zip_apply};
 use super::dropout::Dropout;

@@ -1,6 +1,6 @@
 //! Source gradient of a copy-like max/min g-SpMM, scattered by column
 //! stripes with vector read-modify-writes: the alternative to
-//! [`super::arg_pull`] that the backend times against it.
+//! [`super::arg_pull`](mod@super::arg_pull) that the backend times against it.
 //!
 //! Both compute, for a message `c · x_u` (copy_u, u_add_*, u_sub_*),
 //!

@@ -28,7 +28,7 @@
 //! Intel Xeon VM, 1.06x end to end (`docs/PERFORMANCE.md`, "Staged narrow
 //! messages"); with 4-float rows it was slower, so only one-float rows are
 //! nominated (`super::sddmm_may_stage`). The buffer holds `E × (1 + h)`
-//! floats: proportional to the output, not to `E × d`. [`super::sddmm`]
+//! floats: proportional to the output, not to `E × d`. [`super::sddmm`](fn@super::sddmm)
 //! allocates it per call; [`super::sddmm_staging_into`] keeps it in a
 //! caller's [`StagingBuffer`] (the backend keeps one per graph), which saves
 //! its page faults and fill on every later call.

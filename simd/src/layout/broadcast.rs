@@ -12,10 +12,10 @@
 //!
 //! | lhs      | rhs      | out      | runs × run_len | lhs / rhs within a run |
 //! |----------|----------|----------|----------------|------------------------|
-//! | [D]      | [D]      | [D]      | 1 × D          | contiguous / contiguous |
-//! | [D]      | [1]      | [D]      | 1 × D          | contiguous / scalar     |
-//! | [H,D]    | [H,1]    | [H,D]    | H × D          | contiguous / scalar     |
-//! | [H,D]·   | [H,D]    | [H,1]    | H × 1, K = D   | (dot over K)            |
+//! | `[D]`    | `[D]`    | `[D]`    | 1 × D          | contiguous / contiguous |
+//! | `[D]`    | `[1]`    | `[D]`    | 1 × D          | contiguous / scalar     |
+//! | `[H,D]`  | `[H,1]`  | `[H,D]`  | H × D          | contiguous / scalar     |
+//! | `[H,D]`· | `[H,D]`  | `[H,1]`  | H × 1, K = D   | (dot over K)            |
 //!
 //! so SIMD kernels loop over runs and vectorize inside a run.
 
