@@ -162,7 +162,7 @@ impl<I: Index> Graph<I> {
 
     fn stored_out_csr(&self) -> &Csr<I> {
         let inner = &*self.inner;
-        inner.out_csr.get_or_init(|| {
+        built_once(&inner.out_csr, || {
             if let Some(in_csr) = inner.in_csr.get() {
                 build::transpose(in_csr)
             } else {
@@ -174,7 +174,7 @@ impl<I: Index> Graph<I> {
 
     fn stored_in_csr(&self) -> &Csr<I> {
         let inner = &*self.inner;
-        inner.in_csr.get_or_init(|| {
+        built_once(&inner.in_csr, || {
             if let Some(out_csr) = inner.out_csr.get() {
                 build::transpose(out_csr)
             } else {
@@ -186,7 +186,7 @@ impl<I: Index> Graph<I> {
 
     fn stored_coo(&self) -> (&[I], &[I]) {
         let inner = &*self.inner;
-        let (s, d) = inner.coo.get_or_init(|| {
+        let (s, d) = built_once(&inner.coo, || {
             if let Some(out_csr) = inner.out_csr.get() {
                 build::coo_from_csr(out_csr)
             } else {
@@ -253,17 +253,20 @@ impl<I: Index> Graph<I> {
     /// A structure derived from this graph (and its orientation) by a
     /// backend, built by `init` on first request and shared afterwards.
     ///
-    /// `init` runs under the cache lock: it may read the graph's formats but
-    /// must not call `cached` itself.
+    /// `init` runs with the cache unlocked (see [`built_once`]): it may read
+    /// the graph's formats and call `cached` itself; callers that race each
+    /// run it, and the first value inserted is the one kept and returned.
     pub fn cached<T: Any + Send + Sync>(&self, init: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+        if let Some(v) = self.cached_if_built::<T>() {
+            return Ok(v);
+        }
+        // Built with the map unlocked (see `built_once`); a racing builder's
+        // value may be inserted first, and then that one is kept.
+        let value: Arc<dyn Any + Send + Sync> = Arc::new(init()?);
         let key = (TypeId::of::<T>(), self.reversed);
         let mut map = self.inner.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(v) = map.get(&key) {
-            return Ok(Arc::clone(v).downcast::<T>().expect("cache entries are keyed by their type"));
-        }
-        let value = Arc::new(init()?);
-        map.insert(key, Arc::clone(&value) as Arc<dyn Any + Send + Sync>);
-        Ok(value)
+        let kept = Arc::clone(map.entry(key).or_insert(value));
+        Ok(kept.downcast::<T>().expect("cache entries are keyed by their type"))
     }
 
     /// The structure of type `T` that [`Graph::cached`] built for this graph
@@ -274,6 +277,24 @@ impl<I: Index> Graph<I> {
         let map = self.inner.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         map.get(&key).map(|v| Arc::clone(v).downcast::<T>().expect("cache entries are keyed by their type"))
     }
+}
+
+/// The value of `cell`, built by `build` outside the cell's lock if unset.
+///
+/// A build runs rayon jobs, and a rayon worker that waits for its jobs runs
+/// others meanwhile; when one of those (another caller's op on the same
+/// graph) waited on the same `OnceLock::get_or_init`, or a mutex the build
+/// held, below the build on the worker's own stack, neither could finish: two
+/// C-ABI threads sharing a graph hung that way (`tests/c_abi_ops.rs`,
+/// `handles_are_shared_across_threads…`, 2026-11-29). So nothing is locked
+/// while building; callers that race each build, and the first value set is
+/// kept (the same value: builds are deterministic).
+pub(crate) fn built_once<T>(cell: &OnceLock<T>, build: impl FnOnce() -> T) -> &T {
+    if let Some(v) = cell.get() {
+        return v;
+    }
+    let value = build();
+    cell.get_or_init(|| value)
 }
 
 #[cfg(test)]

@@ -218,42 +218,64 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The entry of `entries` that `matches`, else the one `build` makes, kept.
+/// Builds with the list unlocked, for the reason `gnnkern::graph::built_once`
+/// gives (a build runs rayon jobs); of two racing builds the first kept wins.
+pub(super) fn cached_entry<T: Clone>(
+    entries: &Mutex<Vec<T>>,
+    matches: impl Fn(&T) -> bool,
+    build: impl FnOnce() -> T,
+) -> T {
+    if let Some(e) = lock(entries).iter().find(|e| matches(e)) {
+        return e.clone();
+    }
+    let built = build();
+    let mut entries = lock(entries);
+    if let Some(e) = entries.iter().find(|e| matches(e)) {
+        return e.clone();
+    }
+    entries.push(built.clone());
+    built
+}
+
 /// The cached layout of `graph`'s in-CSR with `block_sources` per block.
 fn blocked_layout<I: Index>(graph: &Graph<I>, block_sources: usize) -> Result<Arc<BlockedCsr<I>>> {
     let cache = graph.cached(|| Ok(BlockCache::<I>::default()))?;
-    let mut layouts = lock(&cache.layouts);
-    if let Some(l) = layouts.iter().find(|l| l.block_sources() == block_sources) {
-        return Ok(Arc::clone(l));
-    }
-    let layout = Arc::new(BlockedCsr::build(&graph.in_csr().view(), block_sources));
-    log::debug!(
-        "built blocked layout: {} blocks of {} sources, {} bytes",
-        layout.num_blocks(),
-        block_sources,
-        layout.bytes()
-    );
-    layouts.push(Arc::clone(&layout));
-    Ok(layout)
+    Ok(cached_entry(
+        &cache.layouts,
+        |l| l.block_sources() == block_sources,
+        || {
+            let layout = Arc::new(BlockedCsr::build(&graph.in_csr().view(), block_sources));
+            log::debug!(
+                "built blocked layout: {} blocks of {} sources, {} bytes",
+                layout.num_blocks(),
+                block_sources,
+                layout.bytes()
+            );
+            layout
+        },
+    ))
 }
 
 /// The cached edges of `graph` regrouped as `grouping` says; by edge-id
 /// range, in the row order of the CSR of `order`.
 fn edge_partition<I: Index>(graph: &Graph<I>, grouping: Grouping, order: SddmmOrder) -> Result<Arc<EdgePartition<I>>> {
     let cache = graph.cached(|| Ok(PartitionCache::<I>::default()))?;
-    let mut parts = lock(&cache.parts);
-    if let Some(p) = parts.iter().find(|p| p.grouping() == grouping) {
-        return Ok(Arc::clone(p));
-    }
-    let p = Arc::new(match grouping {
-        Grouping::DestinationRanges(rows) => EdgePartition::by_destination_range(&graph.edge_list(), rows),
-        Grouping::EdgeRanges(edges) => match order {
-            SddmmOrder::InCsr => EdgePartition::by_edge_range(&graph.in_csr().view(), true, edges),
-            SddmmOrder::OutCsr => EdgePartition::by_edge_range(&graph.out_csr().view(), false, edges),
+    Ok(cached_entry(
+        &cache.parts,
+        |p| p.grouping() == grouping,
+        || {
+            let p = Arc::new(match grouping {
+                Grouping::DestinationRanges(rows) => EdgePartition::by_destination_range(&graph.edge_list(), rows),
+                Grouping::EdgeRanges(edges) => match order {
+                    SddmmOrder::InCsr => EdgePartition::by_edge_range(&graph.in_csr().view(), true, edges),
+                    SddmmOrder::OutCsr => EdgePartition::by_edge_range(&graph.out_csr().view(), false, edges),
+                },
+            });
+            log::debug!("built edge partition: {} parts, {grouping:?}, {} bytes", p.num_parts(), p.bytes());
+            p
         },
-    });
-    log::debug!("built edge partition: {} parts, {grouping:?}, {} bytes", p.num_parts(), p.bytes());
-    parts.push(Arc::clone(&p));
-    Ok(p)
+    ))
 }
 
 fn spmm_args<'a, I: Index>(csr: CsrView<'a, I>, c: SpmmCall<'a, I>) -> SpmmArgs<'a, I> {

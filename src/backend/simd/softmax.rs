@@ -63,18 +63,20 @@ pub(super) struct RangeCache(pub(super) Mutex<Vec<(usize, Arc<RangeChunks>)>>);
 /// The cached walk order for rows of `row_len` floats.
 fn range_chunks<I: Index>(graph: &Graph<I>, row_len: usize) -> Result<Arc<RangeChunks>> {
     let cache = graph.cached(|| Ok(RangeCache::default()))?;
-    let mut walks = lock(&cache.0);
-    if let Some((_, w)) = walks.iter().find(|(len, _)| *len == row_len) {
-        return Ok(Arc::clone(w));
-    }
-    let (rows, chunk) = kernels::softmax_ranges_shape(row_len);
-    let w = Arc::new(RangeChunks::build(graph.edge_dst(), rows, chunk));
-    log::debug!(
-        "built softmax ranges: {} ranges of {rows} destinations, chunks of {chunk}, {} bytes",
-        w.num_ranges(),
-        w.bytes()
+    let (_, w) = super::cached_entry(
+        &cache.0,
+        |(len, _)| *len == row_len,
+        || {
+            let (rows, chunk) = kernels::softmax_ranges_shape(row_len);
+            let w = Arc::new(RangeChunks::build(graph.edge_dst(), rows, chunk));
+            log::debug!(
+                "built softmax ranges: {} ranges of {rows} destinations, chunks of {chunk}, {} bytes",
+                w.num_ranges(),
+                w.bytes()
+            );
+            (row_len, w)
+        },
     );
-    walks.push((row_len, Arc::clone(&w)));
     Ok(w)
 }
 
