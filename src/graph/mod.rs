@@ -253,7 +253,7 @@ impl<I: Index> Graph<I> {
     /// A structure derived from this graph (and its orientation) by a
     /// backend, built by `init` on first request and shared afterwards.
     ///
-    /// `init` runs with the cache unlocked (see [`built_once`]): it may read
+    /// `init` runs with the cache unlocked (see `graph::built_once`): it may read
     /// the graph's formats and call `cached` itself; callers that race each
     /// run it, and the first value inserted is the one kept and returned.
     pub fn cached<T: Any + Send + Sync>(&self, init: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
