@@ -95,12 +95,15 @@ impl Gpu {
     /// The graph's device copy on this context, uploaded on first use.
     pub fn device_graph<I: Index>(&self, graph: &Graph<I>) -> Result<Arc<GpuGraph>> {
         let graphs = graph.cached(|| Ok(DeviceGraphs::default()))?;
+        // The formats are built (rayon jobs) before the list is locked, for
+        // the reason `graph::built_once` gives; the upload itself runs no jobs.
+        let (src, dst) = graph.coo();
+        let in_csr = graph.in_csr().view();
         let mut list = graphs.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, g)) = list.iter().find(|(id, _)| *id == self.ctx.id()) {
             return Ok(Arc::clone(g));
         }
-        let (src, dst) = graph.coo();
-        let g = Arc::new(GpuGraph::upload(&self.ctx, graph.in_csr().view(), src, dst).map_err(device_error)?);
+        let g = Arc::new(GpuGraph::upload(&self.ctx, in_csr, src, dst).map_err(device_error)?);
         list.push((self.ctx.id(), Arc::clone(&g)));
         Ok(g)
     }
