@@ -12,7 +12,8 @@
 //! destination range where the destination rows exceed the budget), whose
 //! place the blocked pass takes where blocking is nominated for one-float
 //! messages (plain, blocked, staged); so does g-SpMM's with a scalar edge
-//! weight where blocking is nominated too (plain, blocked, staged).
+//! weight where blocking is nominated too (plain, blocked, staged). A mean
+//! shares its sum's trial (the same traversal, scaled per row at the end).
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -47,12 +48,13 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     let x2 = Tensor::from_vec(rng.signed_vec(n * 2, 0.1, 1.0), vec![n, 2]).unwrap();
     let simd = Exec::forced(BackendKind::Simd);
 
-    let spmm = || {
+    let copy_u = |reduce| {
         let mut out = Tensor::zeros(&[n, d]).unwrap();
         let io = SpmmIo { lhs: Some(x.view()), rhs: None, out: out.view_mut(), arg_u: None, arg_e: None };
-        simd.gspmm(&g, SpmmSpec::copy(Target::Src, ReduceKind::Sum), io).unwrap();
+        simd.gspmm(&g, SpmmSpec::copy(Target::Src, reduce), io).unwrap();
         (out.into_vec(), last_pass().expect("the SIMD backend ran"))
     };
+    let spmm = || copy_u(ReduceKind::Sum);
     // A 4-head dot: its [E, 4] rows are not staged (one-float rows are, below).
     let x_heads = Tensor::from_vec(x.data().to_vec(), vec![n, 4, d / 4]).unwrap();
     let sddmm = || {
@@ -66,12 +68,23 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     let blocked =
         |p: &PassKind| matches!(p, PassKind::Blocked { block_sources, .. } if *block_sources == BUDGET / (4 * d));
     let mut any_kept = false;
+    let mut sum_decision = None;
     for (name, run) in [("copy_u_sum", &spmm as &dyn Fn() -> (Vec<f32>, PassKind)), ("u_dot_v 4 heads", &sddmm)] {
         let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| run()).collect();
         let passes = assert_trial(name, &calls, PassKind::Plain, blocked);
+        sum_decision.get_or_insert(passes[6]);
         // A layout no decided signature uses is released.
         any_kept |= blocked(&passes[6]);
         assert_eq!(cache_bytes(&g) > 0, any_kept, "{name}: layout cached iff a signature kept it ({passes:?})");
+    }
+    // copy_u_mean is copy_u_sum's traversal with each row scaled at the
+    // end, so it shares that trial: its first call already runs the pass
+    // the sum kept, and so do later ones.
+    let sum_decision = sum_decision.expect("copy_u_sum ran");
+    let means: Vec<(Vec<f32>, PassKind)> = (0..3).map(|_| copy_u(ReduceKind::Mean)).collect();
+    for (i, (out, pass)) in means.iter().enumerate() {
+        assert_eq!(*pass, sum_decision, "copy_u_mean call {}: runs copy_u_sum's decision", i + 1);
+        assert!(out.iter().zip(&means[0].0).all(|(a, b)| a.to_bits() == b.to_bits()), "copy_u_mean: same bits");
     }
 
     // g-SDDMM with vector messages: an [E, d] output (41 MB) above the

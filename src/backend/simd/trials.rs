@@ -18,6 +18,9 @@
 //! later:  blocked if min(t_blocked) < TRIAL_MARGIN · min(t_plain), else plain
 //! ```
 //!
+//! A mean reducer shares its sum's signature (the same traversal with each
+//! row scaled at the end): whichever of the two runs first decides both.
+//!
 //! With two nominees (g-SDDMM's streamed or staged CSR walk and its edge
 //! walk, below; or two block sizes, below) each candidate in turn runs
 //! untimed then timed, then each once more, timed: nine calls
