@@ -9,30 +9,35 @@
 //! be locked while a build runs (`graph::built_once`, the backend's
 //! `cached_entry`). Whether a round hits that interleaving is up to the
 //! scheduler, so the test runs many rounds, each on a fresh graph whose
-//! formats, blocked layouts, trial states and softmax caches are all built
-//! by the racing first calls, and a watchdog fails the test if they stop.
+//! formats, trial states, blocked layouts and g-SDDMM and softmax caches
+//! are all built by the racing callers, and a watchdog fails the test if
+//! they stop.
 //!
 //! This binary holds one test: it shrinks the cache budget with
 //! `GNNKERN_LLC_BYTES` before any kernel reads it, so the model nominates
-//! blocked passes and their layouts are built in the race too.
+//! blocked passes. Each caller makes a whole trial's calls, so the blocked
+//! layouts are built in the race too, and two callers share one trial (a
+//! mean shares its sum's).
 
 mod common;
 
 use common::rng::Rng;
+use gnnkern::backend::simd::trials::CALLS_TO_DECIDE;
+use gnnkern::backend::simd::{PassKind, last_pass};
 use gnnkern::op::{BinaryOpKind, ReduceKind, Target};
 use gnnkern::{BackendKind, Exec, Graph, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
 use std::sync::{Barrier, mpsc};
 use std::time::Duration;
 
-/// Rounds of racing first calls; each builds every cache anew.
-const ROUNDS: usize = 24;
-/// How long one round may take: they take about 0.3 s in a debug build on
-/// two cores (all 24 in 6.4 s), and the code before 5ef0e82 hung in its
-/// first runs of this test (twice of two, each stopped after 300 s).
+/// Rounds of racing callers; each builds every cache anew.
+const ROUNDS: usize = 16;
+/// How long one round may take: about 1.2 s in a debug build on two cores
+/// (all 16 in 19 s beside another build), while the code before 5ef0e82
+/// hung in round 0 of each of three runs (this watchdog fired).
 const WATCHDOG: Duration = Duration::from_secs(120);
 
 #[test]
-fn racing_first_calls_on_a_shared_graph_finish_and_agree() {
+fn racing_callers_on_a_fresh_shared_graph_finish_and_agree() {
     // SAFETY: the only test of this binary sets the variable before any
     // thread of the library reads the environment.
     unsafe { std::env::set_var("GNNKERN_LLC_BYTES", (64 << 10).to_string()) };
@@ -49,7 +54,7 @@ fn racing_first_calls_on_a_shared_graph_finish_and_agree() {
             // A failed assertion in a round ends the thread: report its message.
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("round {round} of racing first calls did not finish in {WATCHDOG:?}: a build holds a lock")
+                panic!("round {round} of racing callers did not finish in {WATCHDOG:?}: a build holds a lock")
             }
         }
     }
@@ -58,9 +63,10 @@ fn racing_first_calls_on_a_shared_graph_finish_and_agree() {
     }
 }
 
-/// The ops of one round, by caller: each needs different formats and caches
-/// (in-CSR and a blocked layout; out-CSR and the g-SDDMM walk; edge
-/// destinations, rows by edge id and softmax ranges; the reverse graph).
+/// The ops of one round, by caller: copy_u_sum and copy_u_mean (one trial,
+/// one blocked layout of the in-CSR), u_dot_v (the out-CSR, the g-SDDMM
+/// walk, its trial's edge ranges or staging) and edge softmax on the
+/// reverse graph (edge sources, rows by edge id, softmax ranges).
 const CALLERS: usize = 4;
 
 fn race(seed: u64) {
@@ -75,44 +81,54 @@ fn race(seed: u64) {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let call = |caller: usize| -> Vec<f32> {
         match caller {
-            0 => {
+            0 | 1 => {
+                let reduce = if caller == 0 { ReduceKind::Sum } else { ReduceKind::Mean };
                 let mut out = Tensor::zeros(&[n, d]).unwrap();
                 let io = SpmmIo { lhs: Some(x.view()), rhs: None, out: out.view_mut(), arg_u: None, arg_e: None };
-                simd.gspmm(&g, SpmmSpec::copy(Target::Src, ReduceKind::Sum), io).unwrap();
+                simd.gspmm(&g, SpmmSpec::copy(Target::Src, reduce), io).unwrap();
                 out.into_vec()
             }
-            1 => {
+            2 => {
                 let mut out = Tensor::zeros(&[e, 1]).unwrap();
                 let io = SddmmIo { lhs: Some(x.view()), rhs: Some(x.view()), out: out.view_mut() };
                 simd.gsddmm(&g, SddmmSpec::new(BinaryOpKind::Dot, Target::Src, Target::Dst), io).unwrap();
                 out.into_vec()
             }
-            2 => {
-                let mut out = Tensor::zeros(&[e, 4]).unwrap();
-                simd.edge_softmax(&g, logits.view(), out.view_mut()).unwrap();
-                out.into_vec()
-            }
             _ => {
-                let mut out = Tensor::zeros(&[n, d]).unwrap();
-                let io = SpmmIo { lhs: Some(x.view()), rhs: None, out: out.view_mut(), arg_u: None, arg_e: None };
-                simd.gspmm(&g.reverse(), SpmmSpec::copy(Target::Src, ReduceKind::Mean), io).unwrap();
+                let mut out = Tensor::zeros(&[e, 4]).unwrap();
+                simd.edge_softmax(&g.reverse(), logits.view(), out.view_mut()).unwrap();
                 out.into_vec()
             }
         }
     };
     let start = Barrier::new(CALLERS);
-    let raced: Vec<Vec<f32>> = std::thread::scope(|scope| {
+    let (raced, passes): (Vec<Vec<f32>>, Vec<Vec<PassKind>>) = std::thread::scope(|scope| {
         let callers: Vec<_> = (0..CALLERS)
             .map(|caller| {
                 let (pool, start, call) = (&pool, &start, &call);
                 scope.spawn(move || {
                     start.wait();
-                    pool.install(|| call(caller))
+                    // A whole trial: every candidate pass runs, so blocked
+                    // layouts and nominees' caches are built in the race.
+                    let (outs, passes): (Vec<Vec<f32>>, Vec<PassKind>) = (0..CALLS_TO_DECIDE)
+                        .map(|_| pool.install(|| (call(caller), last_pass().expect("the SIMD backend ran"))))
+                        .unzip();
+                    assert!(
+                        outs.iter().all(|o| o.iter().zip(&outs[0]).all(|(a, b)| a.to_bits() == b.to_bits())),
+                        "round {seed}, caller {caller}: the trial's passes differ ({passes:?})"
+                    );
+                    (outs.into_iter().next().expect("at least one call"), passes)
                 })
             })
             .collect();
-        callers.into_iter().map(|c| c.join().expect("a racing call panicked")).collect()
+        callers.into_iter().map(|c| c.join().expect("a racing call panicked")).unzip()
     });
+    // The copy callers share one trial, whose blocked calls built the layout.
+    assert!(
+        passes[..2].iter().flatten().any(|p| matches!(p, PassKind::Blocked { .. })),
+        "round {seed}: no racing copy call ran blocked ({:?})",
+        &passes[..2]
+    );
     // Every pass of a trial gives the same bits (tests/blocking_trials.rs),
     // so a later call, on built caches, must match the racing one.
     for (caller, out) in raced.iter().enumerate() {
