@@ -1,5 +1,6 @@
-//! First calls racing on one shared graph, from several threads into one
-//! rayon pool, must finish and agree with a later call.
+//! Callers racing through the first calls on one shared graph, from
+//! several threads into one rayon pool, must finish and agree with a later
+//! call.
 //!
 //! The shape of the hang fixed in 5ef0e82: a caller's op, running as a job
 //! of a shared pool (as every C-ABI call does), builds a graph format or a
@@ -31,9 +32,10 @@ use std::time::Duration;
 
 /// Rounds of racing callers; each builds every cache anew.
 const ROUNDS: usize = 16;
-/// How long one round may take: about 1.2 s in a debug build on two cores
-/// (all 16 in 19 s beside another build), while the code before 5ef0e82
-/// hung in round 0 of each of three runs (this watchdog fired).
+/// How long one round may take: under 1.2 s in a debug build on two cores
+/// (all 16 in 10.2 s under `.ci/run`, 19 s beside another build), while the
+/// code before 5ef0e82 hung in round 0 of each of three runs (this watchdog
+/// fired).
 const WATCHDOG: Duration = Duration::from_secs(120);
 
 #[test]
