@@ -20,7 +20,12 @@ DGL 2.1's max/min backward sends the gradient of a destination without in-edges 
 Usage (the same flags as `gnnkern-bench op`):
   peer_op.py --peer dgl --graph DIR_OR_SPEC --op u_mul_e_sum --dim 128 [--heads 4] \
              --threads 2 --reps 10 --json
-  peer_op.py --peer dgl --batch CASES.json --json    (used by `gnnkern-bench suite --peers`)
+  peer_op.py --peer dgl --serve --threads 2         (used by `gnnkern-bench suite --peers`)
+
+With --serve the script reads one JSON case per line on stdin ({graph, graph_name, op, dim, heads,
+threads, reps, warmup}), answers each with one JSON line, and exits at end of input. Torch is
+imported once and the last graph stays loaded, so the suite can time each case on gnnkern and on
+the peers within seconds of each other. --threads sets OMP_NUM_THREADS (the most any case asks for).
 
 The graph is a directory in gnnkern's dataset format (meta.json, src.bin, dst.bin; a sampled
 block carries num_dst in meta.json); a generator spec is first written with
@@ -29,7 +34,7 @@ Operands follow gnnkern's layout and seeded streams (bench-suite/src/opspec.rs a
 checksums are comparable with gnnkern's: `seeded_uniform` reproduces rng.rs bit for bit.
 FLOPs and model bytes use the formulas of bench-suite/src/model.rs (docs/BENCHMARKS.md); the
 suite recomputes them in Rust for the run file. An op a peer has no form of prints
-{"case": KEY, "skipped": REASON} and exits 3 (single mode) or continues (batch mode).
+{"case": KEY, "skipped": REASON} and exits 3 (single mode) or continues (--serve).
 """
 
 import argparse
@@ -518,24 +523,23 @@ def main():
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--batch", help="JSON list of cases {graph, graph_name, op, dim, heads, threads, reps, warmup}")
+    ap.add_argument("--serve", action="store_true",
+                    help="read one JSON case per line on stdin {graph, graph_name, op, dim, heads, threads, reps, "
+                         "warmup}; answer each with one JSON line")
     ap.add_argument("--json", action="store_true", help="print JSON (always on; accepted for symmetry with gnnkern-bench)")
     args = ap.parse_args()
 
-    if args.batch:
-        with open(args.batch) as f:
-            cases = json.load(f)
+    if args.serve:
+        cases = (json.loads(line) for line in sys.stdin if line.strip())
     else:
         if not (args.graph and args.op and args.dim):
-            ap.error("--graph, --op and --dim are required without --batch")
+            ap.error("--graph, --op and --dim are required without --serve")
         d = graph_dir(args.graph)
         cases = [{"graph": d, "graph_name": args.graph.rstrip("/").split("/")[-1] if os.path.isdir(args.graph) else args.graph,
                   "op": args.op, "dim": args.dim, "heads": args.heads, "threads": args.threads,
                   "reps": args.reps, "warmup": args.warmup}]
-    if not cases:
-        return 0
-    # OpenMP reads OMP_NUM_THREADS once, when torch/dgl load; later cases use torch.set_num_threads.
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(c["threads"] for c in cases)))
+    # OpenMP reads OMP_NUM_THREADS once, when torch/dgl load; each case then uses torch.set_num_threads.
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
     m = machine()
     status = 0
@@ -550,11 +554,10 @@ def main():
             line = run_case(torch, args.peer, ctx, case, m)
         except Unsupported as e:
             line, status = {"case": key, "skipped": str(e)}, 3
-        except RuntimeError as e:  # e.g. out of memory inside torch: report, go on with the batch
+        except RuntimeError as e:  # e.g. out of memory inside torch: report, go on serving
             line, status = {"case": key, "skipped": f"{type(e).__name__}: {e}"}, 4
         print(json.dumps(line), flush=True)
-    return status if not args.batch else 0
-
+    return status if not args.serve else 0
 
 if __name__ == "__main__":
     sys.exit(main())

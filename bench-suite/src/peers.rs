@@ -1,19 +1,22 @@
 //! Runs the Python peers (`bench-suite/peers/peer_op.py`: DGL, PyG-style
-//! gather-scatter, torch.sparse) on the cases of a suite.
+//! gather-scatter, torch.sparse) case by case, beside gnnkern's own.
 //!
-//! One Python process per peer and graph receives all of that graph's cases
-//! as a JSON list (`--batch FILE`) and prints one JSON object per line: an
-//! [`OpResult`] or `{"case": KEY, "skipped": REASON}` for an op the peer has
-//! no form of. Starting Python and importing torch costs seconds, so cases
-//! are batched rather than run one process each.
+//! Each peer is one long-lived Python process (`--serve`) for the whole
+//! suite: it reads one JSON case per line on stdin and answers with one
+//! JSON line, an [`OpResult`] or `{"case": KEY, "skipped": REASON}` for an op
+//! the peer has no form of. Starting Python and importing torch costs
+//! seconds, and loading a 2^24-edge graph more, so the process and its last
+//! graph stay loaded between cases; the suite can then time each case on
+//! gnnkern and on every peer within seconds of each other (`suite::run`).
 
 use crate::error::{BenchError, Result};
 use crate::runfile::{OpResult, Skipped};
 use crate::suite::def::Case;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::thread::JoinHandle;
 
 /// Default interpreter of the peers' venv (override: `GNNKERN_PEERS_PYTHON`).
 pub const DEFAULT_PYTHON: &str = "/work/venvs/peers/bin/python";
@@ -47,80 +50,209 @@ enum PeerLine {
     Result(Box<OpResult>),
 }
 
-/// Runs `peer` on `cases` of the graph stored at `dir`; calls `on_line`
-/// after each case with its result or skip.
-pub fn run_batch(
-    python: &Path,
-    script: &Path,
-    peer: &str,
-    dir: &Path,
-    cases: &[Case],
-    scratch: &Path,
-    mut on_line: impl FnMut(std::result::Result<OpResult, Skipped>),
-) -> Result<()> {
-    let list: Vec<PeerCase<'_>> = cases
-        .iter()
-        .map(|c| PeerCase {
+/// How many of a dead peer's last stderr lines an error quotes.
+const STDERR_TAIL_LINES: usize = 8;
+
+/// A running `peer_op.py --serve` process.
+pub struct PeerServer {
+    peer: String,
+    /// `python script --peer NAME`, for error messages.
+    program: String,
+    child: Child,
+    /// `None` once closed (the process then exits at end of input).
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Drains stderr so the pipe never fills; yields everything it read.
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl PeerServer {
+    /// Starts `script --peer peer --serve` under `python`. `max_threads`
+    /// sets `OMP_NUM_THREADS`, which OpenMP reads once, when torch loads;
+    /// each case then asks for its own count with `torch.set_num_threads`.
+    pub fn start(python: &Path, script: &Path, peer: &str, max_threads: usize) -> Result<PeerServer> {
+        let program = format!("{} {} --peer {peer}", python.display(), script.display());
+        let mut command = Command::new(python);
+        command.arg(script).args(["--peer", peer, "--serve", "--threads"]).arg(max_threads.to_string());
+        // Same page policy on both sides: the peers' operands are NumPy arrays,
+        // which NumPy advises for huge pages from 4 MiB on; torch (2.2+) does the
+        // same for its own allocations, such as the peers' outputs, under
+        // THP_MEM_ALLOC_ENABLE=1. gnnkern advises its buffers unless
+        // GNNKERN_HUGE_PAGES=0 (gnnkern::huge_pages), and the peers follow.
+        if gnnkern::huge_pages::enabled() {
+            command.env("THP_MEM_ALLOC_ENABLE", "1");
+        } else {
+            command.env_remove("THP_MEM_ALLOC_ENABLE");
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| BenchError::External { program: program.clone(), message: e.to_string() })?;
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout was piped"));
+        let stderr = child.stderr.take().expect("stderr was piped");
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
+            s
+        });
+        Ok(PeerServer { peer: peer.to_string(), program, child, stdin: Some(stdin), stdout, stderr: Some(stderr) })
+    }
+
+    /// Times `case` on the graph stored at `dir`: the peer's result, or the
+    /// skip it reported for an op it has no form of. An `Err` means the
+    /// process failed (it quoted its last stderr lines) and must be
+    /// restarted for the next case.
+    pub fn run(&mut self, dir: &Path, case: &Case) -> Result<std::result::Result<OpResult, Skipped>> {
+        let request = PeerCase {
             graph: dir,
-            graph_name: &c.graph,
-            op: &c.op,
-            dim: c.dim,
-            heads: c.heads,
-            threads: c.threads,
-            reps: c.reps,
-            warmup: c.warmup,
-        })
-        .collect();
-    let batch = scratch.join(format!("peer-batch-{peer}-{}.json", std::process::id()));
-    let text = serde_json::to_string(&list).map_err(|e| BenchError::format(&batch, e.to_string()))?;
-    crate::runfile::write_atomic(&batch, text.as_bytes())?;
-    let program = format!("{} {} --peer {peer}", python.display(), script.display());
-    let mut command = Command::new(python);
-    command.arg(script).args(["--peer", peer, "--batch"]).arg(&batch).arg("--json");
-    // Same page policy on both sides: the peers' operands are NumPy arrays,
-    // which NumPy advises for huge pages from 4 MiB on; torch (2.2+) does the
-    // same for its own allocations, such as the peers' outputs, under
-    // THP_MEM_ALLOC_ENABLE=1. gnnkern advises its buffers unless
-    // GNNKERN_HUGE_PAGES=0 (gnnkern::huge_pages), and the peers follow.
-    if gnnkern::huge_pages::enabled() {
-        command.env("THP_MEM_ALLOC_ENABLE", "1");
-    } else {
-        command.env_remove("THP_MEM_ALLOC_ENABLE");
-    }
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| BenchError::External { program: program.clone(), message: e.to_string() })?;
-    let stdout = child.stdout.take().expect("stdout was piped");
-    let stderr = child.stderr.take().expect("stderr was piped");
-    let err_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
-        s
-    });
-    for line in BufReader::new(stdout).lines() {
-        let line = line.map_err(|e| BenchError::External { program: program.clone(), message: e.to_string() })?;
-        if line.trim().is_empty() {
-            continue;
+            graph_name: &case.graph,
+            op: &case.op,
+            dim: case.dim,
+            heads: case.heads,
+            threads: case.threads,
+            reps: case.reps,
+            warmup: case.warmup,
+        };
+        let mut text = serde_json::to_string(&request).map_err(|e| self.failed(format!("request: {e}")))?;
+        text.push('\n');
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(text.as_bytes()).and_then(|()| stdin.flush()),
+            None => Err(std::io::Error::other("its input is closed")),
+        };
+        if let Err(e) = sent {
+            return Err(self.failed(format!("sending the case: {e}")));
         }
-        match serde_json::from_str::<PeerLine>(&line) {
-            Ok(PeerLine::Result(r)) => on_line(Ok(*r)),
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match self.stdout.read_line(&mut line) {
+                Ok(0) => return Err(self.failed("exited before answering".into())),
+                Ok(_) if line.trim().is_empty() => continue,
+                Ok(_) => break,
+                Err(e) => return Err(self.failed(format!("reading its answer: {e}"))),
+            }
+        }
+        match serde_json::from_str::<PeerLine>(line.trim_end()) {
+            Ok(PeerLine::Result(r)) => Ok(Ok(*r)),
             Ok(PeerLine::Skipped { case, skipped }) => {
-                on_line(Err(Skipped { case, tool: peer.to_string(), reason: skipped }))
+                Ok(Err(Skipped { case, tool: self.peer.clone(), reason: skipped }))
             }
-            Err(e) => {
-                return Err(BenchError::External { program, message: format!("unreadable output line ({e}): {line}") });
-            }
+            Err(e) => Err(self.failed(format!("unreadable answer ({e}): {}", line.trim_end()))),
         }
     }
-    let status = child.wait().map_err(|e| BenchError::External { program: program.clone(), message: e.to_string() })?;
-    let stderr = err_thread.join().unwrap_or_default();
-    let _ = std::fs::remove_file(&batch);
-    if !status.success() {
-        let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
+
+    /// Stops the process and returns an error quoting `what` and its last
+    /// stderr lines.
+    fn failed(&mut self, what: String) -> BenchError {
+        let (status, stderr) = self.stop();
+        let tail: Vec<&str> = stderr.lines().rev().take(STDERR_TAIL_LINES).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(BenchError::External { program, message: format!("exited with {status}: {}", tail.join("\n")) });
+        let status = status.map_or_else(|| "status unknown".to_string(), |s| s.to_string());
+        BenchError::External {
+            program: self.program.clone(),
+            message: format!("{what} ({status}): {}", tail.join("\n")),
+        }
     }
-    Ok(())
+
+    /// Closes the process's input (a server exits at end of input), kills it
+    /// if it is still running after that (a failed exchange leaves it in an
+    /// unknown state), and collects its exit status and stderr.
+    fn stop(&mut self) -> (Option<std::process::ExitStatus>, String) {
+        drop(self.stdin.take());
+        let status = match self.child.try_wait() {
+            Ok(Some(s)) => Some(s),
+            _ => {
+                let _ = self.child.kill();
+                self.child.wait().ok()
+            }
+        };
+        let stderr = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        (status, stderr)
+    }
+}
+
+impl Drop for PeerServer {
+    /// A server that answered every case exits at end of input; wait for it
+    /// so no peer process outlives the suite.
+    fn drop(&mut self) {
+        if self.stderr.is_none() {
+            return; // already stopped by `failed`
+        }
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+        if let Some(h) = self.stderr.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in interpreter: ignores the script and flags, answers each
+    /// request line as `answer` says (a shell fragment reading `$line`).
+    fn fake_python(dir: &Path, name: &str, answer: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        let body = format!("#!/bin/sh\necho \"started $*\" >&2\nwhile IFS= read -r line; do\n{answer}\ndone\n");
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn case(op: &str) -> Case {
+        Case {
+            graph: "g".into(),
+            op: op.into(),
+            dim: 8,
+            heads: None,
+            threads: 2,
+            backend: "auto".into(),
+            reps: 1,
+            warmup: 0,
+        }
+    }
+
+    #[test]
+    fn a_server_answers_case_after_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = fake_python(
+            dir.path(),
+            "py",
+            r#"op=$(echo "$line" | sed 's/.*"op":"\([^"]*\)".*/\1/'); echo "{\"case\": \"g|$op\", \"skipped\": \"no $op here\"}""#,
+        );
+        let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();
+        for op in ["copy_u_sum", "u_dot_v", "edge_softmax"] {
+            let skipped = server.run(Path::new("/graph"), &case(op)).unwrap().unwrap_err();
+            assert_eq!(
+                skipped,
+                Skipped { case: format!("g|{op}"), tool: "dgl".into(), reason: format!("no {op} here") }
+            );
+        }
+    }
+
+    #[test]
+    fn a_dead_server_is_an_error_that_quotes_its_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = fake_python(dir.path(), "py", "echo 'ImportError: no module named dgl' >&2; exit 1");
+        let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();
+        let err = server.run(Path::new("/graph"), &case("copy_u_sum")).unwrap_err().to_string();
+        assert!(err.contains("--peer dgl"), "names the peer: {err}");
+        assert!(err.contains("exited before answering"), "says what happened: {err}");
+        assert!(err.contains("ImportError: no module named dgl"), "quotes stderr: {err}");
+        assert!(err.contains("--serve --threads 2"), "stderr shows the flags it was started with: {err}");
+    }
+
+    #[test]
+    fn an_unreadable_answer_is_an_error_that_quotes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = fake_python(dir.path(), "py", "echo 'Traceback (most recent call last):'");
+        let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "torch_sparse", 1).unwrap();
+        let err = server.run(Path::new("/graph"), &case("copy_u_sum")).unwrap_err().to_string();
+        assert!(err.contains("unreadable answer") && err.contains("Traceback"), "{err}");
+    }
 }

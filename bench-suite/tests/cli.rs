@@ -425,3 +425,99 @@ dims = [8]
     let again: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(again.results, run.results);
 }
+
+/// With `--peers`, each case runs on gnnkern and then on every peer before
+/// the next case starts, and each peer is one process for the whole run.
+/// The stand-in interpreter answers every case with a skip whose reason
+/// counts the gnnkern results the run file held when the case reached it.
+#[test]
+fn suite_runs_each_case_on_the_peers_right_after_gnnkern() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = tmp("suite-peers");
+    let machine = Machine::detect();
+    let mf = MachineFile {
+        machine: machine.clone(),
+        triad: vec![TriadPoint { threads: 1, gbps: 5.0 }],
+        array_mib: 8,
+        reps: 1,
+        measured_at: "test".into(),
+        command: "test".into(),
+    };
+    let mpath = repo.join("perf-reports/machines").join(format!("{}.json", machine.slug));
+    std::fs::create_dir_all(mpath.parent().unwrap()).unwrap();
+    std::fs::write(&mpath, serde_json::to_string(&mf).unwrap()).unwrap();
+    let suites = repo.join("suites.toml");
+    std::fs::write(
+        &suites,
+        r#"
+[tiny]
+description = "test"
+reps = 1
+threads = [1]
+backends = ["auto"]
+calibration_mib = 4
+peers = ["dgl", "torch_sparse"]
+[tiny.graphs]
+u = "uniform:200:1500:1"
+[[tiny.cases]]
+graphs = ["u"]
+ops = ["copy_u_sum", "u_dot_v"]
+dims = [8, 16]
+"#,
+    )
+    .unwrap();
+    let out = repo.join("run.json");
+    let log = repo.join("starts.log");
+    // Called as `python peer_op.py --peer NAME --serve --threads T`.
+    let python = repo.join("python");
+    std::fs::write(
+        &python,
+        r#"#!/bin/sh
+echo "$3" >> "$FAKE_PEER_LOG"
+while IFS= read -r line; do
+  op=$(echo "$line" | sed 's/.*"op":"\([^"]*\)".*/\1/')
+  dim=$(echo "$line" | sed 's/.*"dim":\([0-9]*\).*/\1/')
+  n=$(grep -o '"tool": *"gnnkern"' "$FAKE_PEER_RUN" | wc -l | tr -d ' ')
+  echo "{\"case\": \"u|$op|d$dim|h0|t1\", \"skipped\": \"after $n gnnkern results\"}"
+done
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(bin()
+        .env("GNNKERN_REPO", &repo)
+        .env("GNNKERN_PEERS_PYTHON", &python)
+        .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
+        .env("FAKE_PEER_LOG", &log)
+        .env("FAKE_PEER_RUN", &out)
+        .args(["suite", "--name", "tiny", "--peers", "--suites"])
+        .arg(&suites)
+        .arg("--out")
+        .arg(&out));
+    let run: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ours: Vec<String> = run.results.iter().filter(|r| r.tool == "gnnkern").map(|r| r.case_key()).collect();
+    assert_eq!(ours.len(), 4, "{:?}", run.skipped);
+    for peer in ["dgl", "torch_sparse"] {
+        let reasons: Vec<(String, String)> =
+            run.skipped.iter().filter(|s| s.tool == peer).map(|s| (s.case.clone(), s.reason.clone())).collect();
+        let expected: Vec<(String, String)> =
+            ours.iter().enumerate().map(|(i, key)| (key.clone(), format!("after {} gnnkern results", i + 1))).collect();
+        assert_eq!(reasons, expected, "{peer} ran each case right after gnnkern's");
+    }
+    let starts = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(starts.lines().collect::<Vec<_>>(), ["dgl", "torch_sparse"], "one process per peer");
+
+    // Resuming re-times nothing: the peers' skips count as done.
+    std::fs::remove_file(&log).unwrap();
+    ok(bin()
+        .env("GNNKERN_REPO", &repo)
+        .env("GNNKERN_PEERS_PYTHON", &python)
+        .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
+        .env("FAKE_PEER_LOG", &log)
+        .env("FAKE_PEER_RUN", &out)
+        .args(["suite", "--name", "tiny", "--peers", "--suites"])
+        .arg(&suites)
+        .arg("--resume")
+        .arg(&out));
+    assert!(!log.exists(), "no peer process was started");
+}

@@ -1,7 +1,7 @@
-//! Runs a suite: loads each graph once, times every gnnkern case, then (with
-//! `--peers`) the peers on the same graph, saving the run file after every
-//! case so an interrupted run keeps what it measured and `--resume` picks
-//! up where it stopped.
+//! Runs a suite: loads each graph once and times its cases one by one, each
+//! on gnnkern and then (with `--peers`) on every peer, saving the run file
+//! after every case so an interrupted run keeps what it measured and
+//! `--resume` picks up where it stopped.
 
 use super::def::{Case, GraphDef, SuiteDef};
 use crate::error::{BenchError, Result};
@@ -136,7 +136,9 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
     write_json_atomic(&path, &run)?;
 
     let cache = graph_cache();
-    let scratch = std::env::temp_dir();
+    let script = repo.join("bench-suite").join("peers").join("peer_op.py");
+    let max_threads = cases.iter().map(|c| c.threads).max().unwrap_or(1);
+    let mut peers: Vec<Peer> = peer_names.iter().map(|name| Peer { name: name.clone(), server: None }).collect();
     let mut graph_order: Vec<&str> = Vec::new();
     for c in &cases {
         if !graph_order.contains(&c.graph.as_str()) {
@@ -145,76 +147,128 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
     }
     for gname in graph_order {
         let gcases: Vec<&Case> = cases.iter().filter(|c| c.graph == gname).collect();
-        let pending_ours: Vec<&Case> = gcases.iter().copied().filter(|c| !is_done(&run, c, "gnnkern")).collect();
-        let pending_peers: Vec<(&String, Vec<Case>)> = peer_names
-            .iter()
-            .map(|p| (p, gcases.iter().filter(|c| !is_done(&run, c, p)).map(|c| (*c).clone()).collect::<Vec<_>>()))
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
-        if pending_ours.is_empty() && pending_peers.is_empty() {
+        let tools = || std::iter::once("gnnkern").chain(peer_names.iter().map(String::as_str));
+        if gcases.iter().all(|c| tools().all(|t| is_done(&run, c, t))) {
             continue;
         }
         bar.set_message(format!("loading {gname}"));
         let graph = match load_graph(&repo, def, gname) {
             Ok(g) => g,
             Err(e) => {
-                for c in &gcases {
-                    for tool in std::iter::once("gnnkern").chain(peer_names.iter().map(String::as_str)) {
-                        if !is_done(&run, c, tool) {
-                            run.skipped.push(Skipped { case: c.key(), tool: tool.into(), reason: e.to_string() });
-                            bar.inc(1);
-                        }
-                    }
-                }
+                skip_pending(&mut run, &gcases, tools(), &e, &bar);
                 write_json_atomic(&path, &run)?;
                 continue;
             }
         };
-        for c in pending_ours {
-            bar.set_message(c.key());
-            match run_case(&graph, c, &machine, &triad, pinning) {
-                Ok(mut r) => {
-                    r.graph = c.graph.clone();
-                    run.results.push(r);
+        // The peers read the graph from disk, in gnnkern's dataset format.
+        let peers_pending = gcases.iter().any(|c| peer_names.iter().any(|p| !is_done(&run, c, p)));
+        let dir = match &python {
+            Some(_) if peers_pending => match graph.materialize(&cache) {
+                Ok(dir) => Some(dir),
+                Err(e) => {
+                    skip_pending(&mut run, &gcases, peer_names.iter().map(String::as_str), &e, &bar);
+                    None
                 }
-                Err(reason) => run.skipped.push(Skipped { case: c.key(), tool: "gnnkern".into(), reason }),
-            }
-            write_json_atomic(&path, &run)?;
-            bar.inc(1);
-        }
-        if let Some(python) = &python {
-            let dir = graph.materialize(&cache)?;
-            let script = repo.join("bench-suite").join("peers").join("peer_op.py");
-            for (peer, pcases) in pending_peers {
-                bar.set_message(format!("{peer} on {gname}"));
-                let mut lines = Vec::new();
-                let outcome = peers::run_batch(python, &script, peer, &dir, &pcases, &scratch, |line| {
-                    bar.inc(1);
-                    lines.push(line);
-                });
-                let seen = lines.len();
-                for line in lines {
-                    match line {
-                        Ok(r) => run.results.push(with_our_model(r, &graph, &triad)),
-                        Err(s) => run.skipped.push(s),
+            },
+            _ => None,
+        };
+        // Case by case, gnnkern then each peer: a tool's time and the peers'
+        // for the same case are measured seconds apart, not a graph's whole
+        // list of cases apart (minutes on the 2^24-edge graphs, in which a
+        // shared VM's memory speed has moved 2.8x: docs/BENCHMARKS.md, "Peers").
+        for c in gcases {
+            if !is_done(&run, c, "gnnkern") {
+                bar.set_message(c.key());
+                match run_case(&graph, c, &machine, &triad, pinning) {
+                    Ok(mut r) => {
+                        r.graph = c.graph.clone();
+                        run.results.push(r);
                     }
+                    Err(reason) => run.skipped.push(Skipped { case: c.key(), tool: "gnnkern".into(), reason }),
                 }
-                if let Err(e) = outcome {
-                    for c in &pcases[seen.min(pcases.len())..] {
-                        run.skipped.push(Skipped { case: c.key(), tool: peer.clone(), reason: e.to_string() });
-                        bar.inc(1);
+                write_json_atomic(&path, &run)?;
+                bar.inc(1);
+            }
+            let (Some(python), Some(dir)) = (&python, &dir) else { continue };
+            for peer in &mut peers {
+                if is_done(&run, c, &peer.name) {
+                    continue;
+                }
+                bar.set_message(format!("{} {}", peer.name, c.key()));
+                match peer.run(python, &script, max_threads, dir, c) {
+                    Ok(Ok(r)) => run.results.push(with_our_model(r, &graph, &triad)),
+                    Ok(Err(skip)) => run.skipped.push(skip),
+                    Err(e) => {
+                        run.skipped.push(Skipped { case: c.key(), tool: peer.name.clone(), reason: e.to_string() })
                     }
                 }
                 write_json_atomic(&path, &run)?;
+                bar.inc(1);
+                std::thread::sleep(PEER_SETTLE);
             }
         }
     }
+    drop(peers);
     bar.set_message("calibration triad");
     run.calibration_gbps.push(triad::measure(machine.cores, def.calibration_mib, 5)?);
     run.finished = Some(utc_date_time(unix_now()).1);
     write_json_atomic(&path, &run)?;
     bar.finish_and_clear();
     Ok((run, path))
+}
+
+/// How long the suite waits after a peer's case before the next case
+/// starts. The peers' OpenMP workers spin for a while after a parallel
+/// region before they sleep (libgomp, which torch and DGL both link: 300,000
+/// spins unless `GOMP_SPINCOUNT` says otherwise, milliseconds); on a 2-core
+/// machine a spinning worker would take a core from the next case's first
+/// calls, which gnnkern's timed trials measure.
+const PEER_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A peer and its server process, started at its first case and restarted
+/// after a failure (the failed case is recorded as skipped with the error).
+struct Peer {
+    name: String,
+    server: Option<peers::PeerServer>,
+}
+
+impl Peer {
+    fn run(
+        &mut self,
+        python: &Path,
+        script: &Path,
+        max_threads: usize,
+        dir: &Path,
+        case: &Case,
+    ) -> Result<std::result::Result<crate::runfile::OpResult, Skipped>> {
+        let server = match &mut self.server {
+            Some(s) => s,
+            None => self.server.insert(peers::PeerServer::start(python, script, &self.name, max_threads)?),
+        };
+        let answer = server.run(dir, case);
+        if answer.is_err() {
+            self.server = None;
+        }
+        answer
+    }
+}
+
+/// Records every pending case of `tools` in `cases` as skipped for `error`.
+fn skip_pending<'t>(
+    run: &mut RunFile,
+    cases: &[&Case],
+    tools: impl Iterator<Item = &'t str> + Clone,
+    error: &BenchError,
+    bar: &ProgressBar,
+) {
+    for c in cases {
+        for tool in tools.clone() {
+            if !is_done(run, c, tool) {
+                run.skipped.push(Skipped { case: c.key(), tool: tool.into(), reason: error.to_string() });
+                bar.inc(1);
+            }
+        }
+    }
 }
 
 /// `dir/stem.json`, or `dir/stem_2.json`, ... if taken.
