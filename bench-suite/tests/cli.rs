@@ -362,9 +362,10 @@ fn check_exits_nonzero_naming_regressed_cases() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-#[test]
-fn suite_runs_a_suites_file_and_writes_a_run_file() {
-    let repo = tmp("suite");
+/// A scratch repository for `suite` runs: this machine's file with a made-up
+/// triad (so no triad is measured) and the suites file `suites_toml`.
+fn suite_repo(name: &str, suites_toml: &str) -> (PathBuf, PathBuf) {
+    let repo = tmp(name);
     let machine = Machine::detect();
     let mf = MachineFile {
         machine: machine.clone(),
@@ -378,8 +379,14 @@ fn suite_runs_a_suites_file_and_writes_a_run_file() {
     std::fs::create_dir_all(mpath.parent().unwrap()).unwrap();
     std::fs::write(&mpath, serde_json::to_string(&mf).unwrap()).unwrap();
     let suites = repo.join("suites.toml");
-    std::fs::write(
-        &suites,
+    std::fs::write(&suites, suites_toml).unwrap();
+    (repo, suites)
+}
+
+#[test]
+fn suite_runs_a_suites_file_and_writes_a_run_file() {
+    let (repo, suites) = suite_repo(
+        "suite",
         r#"
 [tiny]
 description = "test"
@@ -395,8 +402,7 @@ graphs = ["u", "blk"]
 ops = ["copy_u_sum", "u_dot_v"]
 dims = [8]
 "#,
-    )
-    .unwrap();
+    );
     let out = repo.join("run.json");
     let stdout = ok(bin()
         .env("GNNKERN_REPO", &repo)
@@ -433,22 +439,8 @@ dims = [8]
 #[test]
 fn suite_runs_each_case_on_the_peers_right_after_gnnkern() {
     use std::os::unix::fs::PermissionsExt;
-    let repo = tmp("suite-peers");
-    let machine = Machine::detect();
-    let mf = MachineFile {
-        machine: machine.clone(),
-        triad: vec![TriadPoint { threads: 1, gbps: 5.0 }],
-        array_mib: 8,
-        reps: 1,
-        measured_at: "test".into(),
-        command: "test".into(),
-    };
-    let mpath = repo.join("perf-reports/machines").join(format!("{}.json", machine.slug));
-    std::fs::create_dir_all(mpath.parent().unwrap()).unwrap();
-    std::fs::write(&mpath, serde_json::to_string(&mf).unwrap()).unwrap();
-    let suites = repo.join("suites.toml");
-    std::fs::write(
-        &suites,
+    let (repo, suites) = suite_repo(
+        "suite-peers",
         r#"
 [tiny]
 description = "test"
@@ -464,8 +456,7 @@ graphs = ["u"]
 ops = ["copy_u_sum", "u_dot_v"]
 dims = [8, 16]
 "#,
-    )
-    .unwrap();
+    );
     let out = repo.join("run.json");
     let log = repo.join("starts.log");
     // Called as `python peer_op.py --peer NAME --serve --threads T`.
@@ -484,16 +475,19 @@ done
     )
     .unwrap();
     std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
-    ok(bin()
-        .env("GNNKERN_REPO", &repo)
-        .env("GNNKERN_PEERS_PYTHON", &python)
-        .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
-        .env("FAKE_PEER_LOG", &log)
-        .env("FAKE_PEER_RUN", &out)
-        .args(["suite", "--name", "tiny", "--peers", "--suites"])
-        .arg(&suites)
-        .arg("--out")
-        .arg(&out));
+    let suite_with_peers = |out_flag: &str| {
+        ok(bin()
+            .env("GNNKERN_REPO", &repo)
+            .env("GNNKERN_PEERS_PYTHON", &python)
+            .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
+            .env("FAKE_PEER_LOG", &log)
+            .env("FAKE_PEER_RUN", &out)
+            .args(["suite", "--name", "tiny", "--peers", "--suites"])
+            .arg(&suites)
+            .arg(out_flag)
+            .arg(&out))
+    };
+    suite_with_peers("--out");
     let run: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let ours: Vec<String> = run.results.iter().filter(|r| r.tool == "gnnkern").map(|r| r.case_key()).collect();
     assert_eq!(ours.len(), 4, "{:?}", run.skipped);
@@ -509,15 +503,6 @@ done
 
     // Resuming re-times nothing: the peers' skips count as done.
     std::fs::remove_file(&log).unwrap();
-    ok(bin()
-        .env("GNNKERN_REPO", &repo)
-        .env("GNNKERN_PEERS_PYTHON", &python)
-        .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
-        .env("FAKE_PEER_LOG", &log)
-        .env("FAKE_PEER_RUN", &out)
-        .args(["suite", "--name", "tiny", "--peers", "--suites"])
-        .arg(&suites)
-        .arg("--resume")
-        .arg(&out));
+    suite_with_peers("--resume");
     assert!(!log.exists(), "no peer process was started");
 }
