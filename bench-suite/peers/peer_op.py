@@ -559,5 +559,6 @@ def main():
         print(json.dumps(line), flush=True)
     return status if not args.serve else 0
 
+
 if __name__ == "__main__":
     sys.exit(main())
