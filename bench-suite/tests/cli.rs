@@ -506,3 +506,56 @@ done
     suite_with_peers("--resume");
     assert!(!log.exists(), "no peer process was started");
 }
+
+/// A peer that dies at every case is restarted twice, then given up: its
+/// remaining cases are skipped naming the last failure, without a restart.
+#[test]
+fn suite_gives_up_on_a_peer_that_keeps_failing() {
+    use std::os::unix::fs::PermissionsExt;
+    let (repo, suites) = suite_repo(
+        "suite-broken-peer",
+        r#"
+[tiny]
+description = "test"
+reps = 1
+threads = [1]
+backends = ["auto"]
+calibration_mib = 4
+peers = ["dgl"]
+[tiny.graphs]
+u = "uniform:200:1500:1"
+[[tiny.cases]]
+graphs = ["u"]
+ops = ["copy_u_sum", "copy_u_max", "u_dot_v", "u_add_v"]
+dims = [8]
+"#,
+    );
+    let out = repo.join("run.json");
+    let log = repo.join("starts.log");
+    let python = repo.join("python");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\necho start >> \"$FAKE_PEER_LOG\"\necho 'ModuleNotFoundError: dgl' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(bin()
+        .env("GNNKERN_REPO", &repo)
+        .env("GNNKERN_PEERS_PYTHON", &python)
+        .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
+        .env("FAKE_PEER_LOG", &log)
+        .args(["suite", "--name", "tiny", "--peers", "--suites"])
+        .arg(&suites)
+        .arg("--out")
+        .arg(&out));
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 3, "two restarts, then none");
+    let run: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(run.results.iter().filter(|r| r.tool == "gnnkern").count(), 4);
+    let reasons: Vec<&str> = run.skipped.iter().filter(|s| s.tool == "dgl").map(|s| s.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert!(reasons[..3].iter().all(|r| r.contains("ModuleNotFoundError: dgl")), "{reasons:?}");
+    assert!(
+        reasons[3].starts_with("not run: the peer failed 3 times in a row")
+            && reasons[3].contains("ModuleNotFoundError")
+    );
+}

@@ -138,7 +138,7 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
     let cache = graph_cache();
     let script = repo.join("bench-suite").join("peers").join("peer_op.py");
     let max_threads = cases.iter().map(|c| c.threads).max().unwrap_or(1);
-    let mut peers: Vec<Peer> = peer_names.iter().map(|name| Peer { name: name.clone(), server: None }).collect();
+    let mut peers: Vec<Peer> = peer_names.iter().map(|name| Peer::new(name)).collect();
     let mut graph_order: Vec<&str> = Vec::new();
     for c in &cases {
         if !graph_order.contains(&c.graph.as_str()) {
@@ -196,11 +196,8 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
                 }
                 bar.set_message(format!("{} {}", peer.name, c.key()));
                 match peer.run(python, &script, max_threads, dir, c) {
-                    Ok(Ok(r)) => run.results.push(with_our_model(r, &graph, &triad)),
-                    Ok(Err(skip)) => run.skipped.push(skip),
-                    Err(e) => {
-                        run.skipped.push(Skipped { case: c.key(), tool: peer.name.clone(), reason: e.to_string() })
-                    }
+                    Ok(r) => run.results.push(with_our_model(r, &graph, &triad)),
+                    Err(skip) => run.skipped.push(skip),
                 }
                 write_json_atomic(&path, &run)?;
                 bar.inc(1);
@@ -226,13 +223,29 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
 const PEER_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A peer and its server process, started at its first case and restarted
-/// after a failure (the failed case is recorded as skipped with the error).
+/// after a failure (the failed case is recorded as skipped with the error),
+/// up to [`PEER_FAILURES_IN_A_ROW`] failures in a row.
 struct Peer {
     name: String,
     server: Option<peers::PeerServer>,
+    /// Failures since the last answer.
+    failures: usize,
+    /// The last failure, once the peer has failed too often in a row.
+    given_up: Option<String>,
 }
 
+/// Failures in a row after which the suite stops restarting a peer and
+/// records its remaining cases as skipped: a broken install (an import
+/// error) would otherwise cost a Python start per case, while one case
+/// that kills the process (out of memory) costs one restart.
+const PEER_FAILURES_IN_A_ROW: usize = 3;
+
 impl Peer {
+    fn new(name: &str) -> Peer {
+        Peer { name: name.to_string(), server: None, failures: 0, given_up: None }
+    }
+
+    /// Times `case` on this peer: its result or its skip.
     fn run(
         &mut self,
         python: &Path,
@@ -240,16 +253,32 @@ impl Peer {
         max_threads: usize,
         dir: &Path,
         case: &Case,
-    ) -> Result<std::result::Result<crate::runfile::OpResult, Skipped>> {
-        let server = match &mut self.server {
-            Some(s) => s,
-            None => self.server.insert(peers::PeerServer::start(python, script, &self.name, max_threads)?),
-        };
-        let answer = server.run(dir, case);
-        if answer.is_err() {
-            self.server = None;
+    ) -> std::result::Result<crate::runfile::OpResult, Skipped> {
+        let skipped = |reason: String| Skipped { case: case.key(), tool: self.name.clone(), reason };
+        if let Some(last) = &self.given_up {
+            return Err(skipped(format!(
+                "not run: the peer failed {PEER_FAILURES_IN_A_ROW} times in a row; last: {last}"
+            )));
         }
-        answer
+        let answer = match &mut self.server {
+            Some(s) => s.run(dir, case),
+            None => peers::PeerServer::start(python, script, &self.name, max_threads)
+                .and_then(|s| self.server.insert(s).run(dir, case)),
+        };
+        match answer {
+            Ok(answer) => {
+                self.failures = 0;
+                answer
+            }
+            Err(e) => {
+                self.server = None;
+                self.failures += 1;
+                if self.failures >= PEER_FAILURES_IN_A_ROW {
+                    self.given_up = Some(e.to_string());
+                }
+                Err(skipped(e.to_string()))
+            }
+        }
     }
 }
 
