@@ -432,37 +432,68 @@ dims = [8]
     assert_eq!(again.results, run.results);
 }
 
+/// A `suite --peers` set-up on one small graph whose peers are a stand-in
+/// interpreter: a shell script called as `python peer_op.py --peer NAME
+/// --serve --threads T`, with `FAKE_PEER_LOG` (a file it may log to) and
+/// `FAKE_PEER_RUN` (the run file) in its environment.
+struct FakePeerSuite {
+    repo: PathBuf,
+    suites: PathBuf,
+    python: PathBuf,
+    log: PathBuf,
+    out: PathBuf,
+}
+
+impl FakePeerSuite {
+    /// `peers`, `ops` and `dims` are TOML arrays.
+    fn new(name: &str, peers: &str, ops: &str, dims: &str, python_sh: &str) -> FakePeerSuite {
+        use std::os::unix::fs::PermissionsExt;
+        let (repo, suites) = suite_repo(
+            name,
+            &format!(
+                "[tiny]\ndescription = \"test\"\nreps = 1\nthreads = [1]\nbackends = [\"auto\"]\ncalibration_mib = 4\n\
+                 peers = {peers}\n[tiny.graphs]\nu = \"uniform:200:1500:1\"\n\
+                 [[tiny.cases]]\ngraphs = [\"u\"]\nops = {ops}\ndims = {dims}\n"
+            ),
+        );
+        let python = repo.join("python");
+        std::fs::write(&python, python_sh).unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakePeerSuite { log: repo.join("starts.log"), out: repo.join("run.json"), repo, suites, python }
+    }
+
+    /// Runs the suite with `--out` or `--resume` on the run file; returns the run.
+    fn run(&self, out_flag: &str) -> RunFile {
+        ok(bin()
+            .env("GNNKERN_REPO", &self.repo)
+            .env("GNNKERN_PEERS_PYTHON", &self.python)
+            .env("GNNKERN_BENCH_CACHE", self.repo.join("graphs"))
+            .env("FAKE_PEER_LOG", &self.log)
+            .env("FAKE_PEER_RUN", &self.out)
+            .args(["suite", "--name", "tiny", "--peers", "--suites"])
+            .arg(&self.suites)
+            .arg(out_flag)
+            .arg(&self.out));
+        serde_json::from_str(&std::fs::read_to_string(&self.out).unwrap()).unwrap()
+    }
+
+    /// The lines the stand-in logged.
+    fn log_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log).map_or_else(|_| Vec::new(), |s| s.lines().map(String::from).collect())
+    }
+}
+
 /// With `--peers`, each case runs on gnnkern and then on every peer before
 /// the next case starts, and each peer is one process for the whole run.
 /// The stand-in interpreter answers every case with a skip whose reason
 /// counts the gnnkern results the run file held when the case reached it.
 #[test]
 fn suite_runs_each_case_on_the_peers_right_after_gnnkern() {
-    use std::os::unix::fs::PermissionsExt;
-    let (repo, suites) = suite_repo(
+    let suite = FakePeerSuite::new(
         "suite-peers",
-        r#"
-[tiny]
-description = "test"
-reps = 1
-threads = [1]
-backends = ["auto"]
-calibration_mib = 4
-peers = ["dgl", "torch_sparse"]
-[tiny.graphs]
-u = "uniform:200:1500:1"
-[[tiny.cases]]
-graphs = ["u"]
-ops = ["copy_u_sum", "u_dot_v"]
-dims = [8, 16]
-"#,
-    );
-    let out = repo.join("run.json");
-    let log = repo.join("starts.log");
-    // Called as `python peer_op.py --peer NAME --serve --threads T`.
-    let python = repo.join("python");
-    std::fs::write(
-        &python,
+        r#"["dgl", "torch_sparse"]"#,
+        r#"["copy_u_sum", "u_dot_v"]"#,
+        "[8, 16]",
         r#"#!/bin/sh
 echo "$3" >> "$FAKE_PEER_LOG"
 while IFS= read -r line; do
@@ -472,23 +503,8 @@ while IFS= read -r line; do
   echo "{\"case\": \"u|$op|d$dim|h0|t1\", \"skipped\": \"after $n gnnkern results\"}"
 done
 "#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let suite_with_peers = |out_flag: &str| {
-        ok(bin()
-            .env("GNNKERN_REPO", &repo)
-            .env("GNNKERN_PEERS_PYTHON", &python)
-            .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
-            .env("FAKE_PEER_LOG", &log)
-            .env("FAKE_PEER_RUN", &out)
-            .args(["suite", "--name", "tiny", "--peers", "--suites"])
-            .arg(&suites)
-            .arg(out_flag)
-            .arg(&out))
-    };
-    suite_with_peers("--out");
-    let run: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    );
+    let run = suite.run("--out");
     let ours: Vec<String> = run.results.iter().filter(|r| r.tool == "gnnkern").map(|r| r.case_key()).collect();
     assert_eq!(ours.len(), 4, "{:?}", run.skipped);
     for peer in ["dgl", "torch_sparse"] {
@@ -498,58 +514,27 @@ done
             ours.iter().enumerate().map(|(i, key)| (key.clone(), format!("after {} gnnkern results", i + 1))).collect();
         assert_eq!(reasons, expected, "{peer} ran each case right after gnnkern's");
     }
-    let starts = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(starts.lines().collect::<Vec<_>>(), ["dgl", "torch_sparse"], "one process per peer");
+    assert_eq!(suite.log_lines(), ["dgl", "torch_sparse"], "one process per peer");
 
     // Resuming re-times nothing: the peers' skips count as done.
-    std::fs::remove_file(&log).unwrap();
-    suite_with_peers("--resume");
-    assert!(!log.exists(), "no peer process was started");
+    std::fs::remove_file(&suite.log).unwrap();
+    suite.run("--resume");
+    assert!(suite.log_lines().is_empty(), "no peer process was started");
 }
 
 /// A peer that dies at every case is restarted twice, then given up: its
 /// remaining cases are skipped naming the last failure, without a restart.
 #[test]
 fn suite_gives_up_on_a_peer_that_keeps_failing() {
-    use std::os::unix::fs::PermissionsExt;
-    let (repo, suites) = suite_repo(
+    let suite = FakePeerSuite::new(
         "suite-broken-peer",
-        r#"
-[tiny]
-description = "test"
-reps = 1
-threads = [1]
-backends = ["auto"]
-calibration_mib = 4
-peers = ["dgl"]
-[tiny.graphs]
-u = "uniform:200:1500:1"
-[[tiny.cases]]
-graphs = ["u"]
-ops = ["copy_u_sum", "copy_u_max", "u_dot_v", "u_add_v"]
-dims = [8]
-"#,
-    );
-    let out = repo.join("run.json");
-    let log = repo.join("starts.log");
-    let python = repo.join("python");
-    std::fs::write(
-        &python,
+        r#"["dgl"]"#,
+        r#"["copy_u_sum", "copy_u_max", "u_dot_v", "u_add_v"]"#,
+        "[8]",
         "#!/bin/sh\necho start >> \"$FAKE_PEER_LOG\"\necho 'ModuleNotFoundError: dgl' >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
-    ok(bin()
-        .env("GNNKERN_REPO", &repo)
-        .env("GNNKERN_PEERS_PYTHON", &python)
-        .env("GNNKERN_BENCH_CACHE", repo.join("graphs"))
-        .env("FAKE_PEER_LOG", &log)
-        .args(["suite", "--name", "tiny", "--peers", "--suites"])
-        .arg(&suites)
-        .arg("--out")
-        .arg(&out));
-    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 3, "two restarts, then none");
-    let run: RunFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    );
+    let run = suite.run("--out");
+    assert_eq!(suite.log_lines().len(), 3, "two restarts, then none");
     assert_eq!(run.results.iter().filter(|r| r.tool == "gnnkern").count(), 4);
     let reasons: Vec<&str> = run.skipped.iter().filter(|s| s.tool == "dgl").map(|s| s.reason.as_str()).collect();
     assert_eq!(reasons.len(), 4, "{reasons:?}");
