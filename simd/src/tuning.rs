@@ -38,8 +38,9 @@
 //!   `E·L·(h·LINE_CACHED + (1−h)·LINE_RANDOM)`;
 //! - **blocked pass** (`nb = ⌈Ns·b/C⌉` blocks of `C/b` sources): every
 //!   gather hits the cache, `E·L·LINE_CACHED`, but each destination row
-//!   touched by a block is streamed again — read and written for g-SpMM,
-//!   read for g-SDDMM: `touched·L_d·(1 or 2)·LINE_STREAMED` with
+//!   touched by a block is streamed again — read and written for g-SpMM
+//!   (max/min with arg outputs: the row's winning slots too, counted in
+//!   `L_d`), read for g-SDDMM: `touched·L_d·(1 or 2)·LINE_STREAMED` with
 //!   `touched ≈ Nd·nb·(1 − (1 − 1/nb)^deg)`, plus the layout's entries.
 //!
 //! Both add the index streams. The model *nominates* blocking when the
@@ -423,6 +424,10 @@ pub struct GatherShape {
     /// Bytes of the destination row a blocked pass re-streams per entry
     /// (g-SpMM: the output row; g-SDDMM: the destination operand row).
     pub dst_row_bytes: usize,
+    /// Bytes of winning-slot indices a blocked max/min pass keeps beside
+    /// that row and re-streams with it (one index per output element, when
+    /// arg outputs are wanted; else 0). The plain pass writes as many.
+    pub winner_row_bytes: usize,
     /// Whether that row is also written back (g-SpMM accumulates into it).
     pub dst_rows_written: bool,
     /// Bytes of one index (4 or 8).
@@ -443,12 +448,19 @@ fn lines(bytes: usize) -> f64 {
     bytes.div_ceil(64) as f64
 }
 
+impl GatherShape {
+    /// Lines of a destination row and its winning slots.
+    fn restreamed_lines(&self) -> f64 {
+        lines(self.dst_row_bytes) + lines(self.winner_row_bytes)
+    }
+}
+
 /// Modelled cost of the plain pass; `hot` is the fraction of edges whose
 /// source row is cached.
 pub fn plain_cost(sh: &GatherShape, hot: f64) -> f64 {
     let e = sh.num_edges as f64;
     let gathers = e * lines(sh.gathered_row_bytes) * (hot * LINE_CACHED + (1.0 - hot) * LINE_RANDOM);
-    let streams = (e * sh.index_bytes as f64 / 64.0 + sh.num_dst as f64 * lines(sh.dst_row_bytes)) * LINE_STREAMED;
+    let streams = (e * sh.index_bytes as f64 / 64.0 + sh.num_dst as f64 * sh.restreamed_lines()) * LINE_STREAMED;
     gathers + streams
 }
 
@@ -457,10 +469,10 @@ pub fn blocked_cost(sh: &GatherShape, nb: usize) -> f64 {
     let (e, nd, nb) = (sh.num_edges as f64, sh.num_dst as f64, nb as f64);
     let deg = if nd == 0.0 { 0.0 } else { e / nd };
     let touched = (nd * nb * (1.0 - (1.0 - 1.0 / nb).powf(deg))).min(e);
-    let per_touch = lines(sh.dst_row_bytes) * if sh.dst_rows_written { 2.0 } else { 1.0 };
+    let per_touch = sh.restreamed_lines() * if sh.dst_rows_written { 2.0 } else { 1.0 };
     let index_lines = (e + 2.0 * touched) * sh.index_bytes as f64 / 64.0;
     // Filling the rows with the identity and finishing them (g-SpMM).
-    let fill = if sh.dst_rows_written { 2.0 * nd * lines(sh.dst_row_bytes) } else { 0.0 };
+    let fill = if sh.dst_rows_written { 2.0 * nd * sh.restreamed_lines() } else { 0.0 };
     e * lines(sh.gathered_row_bytes) * LINE_CACHED + (touched * per_touch + index_lines + fill) * LINE_STREAMED
 }
 
@@ -643,6 +655,7 @@ mod tests {
             num_edges: 1 << 24,
             gathered_row_bytes: 512,
             dst_row_bytes: 512,
+            winner_row_bytes: 0,
             dst_rows_written: true,
             index_bytes: 4,
         };
@@ -653,6 +666,13 @@ mod tests {
             let sources: Vec<usize> = plans.iter().map(|p| p.block_sources).collect();
             assert_eq!(sources, expected, "L3 of {l3_mib} MiB");
         }
+        // Max/min with arg outputs re-stream each row's winning slots too
+        // (i32 ids: as many bytes again), so a row in ~7 of 8 blocks no
+        // longer pays; 4 blocks still might (the trial decides).
+        let with_args = GatherShape { winner_row_bytes: 512, ..sh };
+        let budgets = CacheInfo::finish(48 << 10, 2 << 20, 260 << 20, 2).blocking_budgets();
+        let plans = plan_blocking_among(&with_args, Tuning::default(), &budgets, uniform);
+        assert_eq!(plans, [BlockPlan { block_sources: 266_240, tile_bytes: 512 }]);
         let budgets = [120 << 20, 60 << 20];
         let rmat = plan_blocking_among(&sh, Tuning::default(), &budgets, |_| 0.91);
         assert!(rmat.is_empty(), "hot sources stay cached in the plain pass: {rmat:?}");
@@ -678,6 +698,7 @@ mod tests {
             num_edges: 1 << 24,
             gathered_row_bytes: b,
             dst_row_bytes: b,
+            winner_row_bytes: 0,
             dst_rows_written: true,
             index_bytes: 4,
         };

@@ -101,6 +101,7 @@ pub fn sddmm_blocking<O: BinaryOp, I: Index>(args: &SddmmArgs<'_, I>, hot: impl 
         num_edges: args.csr.num_edges(),
         gathered_row_bytes: bytes(Target::Src),
         dst_row_bytes: bytes(Target::Dst),
+        winner_row_bytes: 0,
         dst_rows_written: false,
         index_bytes: std::mem::size_of::<I>(),
     };
