@@ -88,7 +88,7 @@ pub fn spmm_blocking<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>, hot: impl Fn
             + gathered(O::USE_RHS, args.rhs_target, args.plan.rhs_len),
         dst_row_bytes: args.plan.out_len * 4,
         winner_row_bytes: if args.arg_u.is_some() || args.arg_e.is_some() {
-            args.plan.out_len * size_of::<I>()
+            args.plan.out_len * std::mem::size_of::<I>()
         } else {
             0
         },
@@ -1112,8 +1112,9 @@ unsafe fn blocked_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: 
                     }
                     if let (true, Some(w)) = (ARGS, win_row) {
                         // Branch-free over the lanes (a lane's win is data-dependent
-                        // and mispredicted; this form vectorizes): 1.6-1.7x faster
-                        // blocked copy_u_max at d = 128 than a branch per lane.
+                        // and mispredicted; this form vectorizes): blocked copy_u_max
+                        // at d = 128 took 0.78-0.82 s against 1.27 s with a branch per
+                        // lane (perf-reports/ablation/2026-11-30_xeon-m207_blocked-max-args.tsv).
                         let o = ordinals(s, acc.ord[i]);
                         let w = std::slice::from_raw_parts_mut(w.add(sl.out), sl.len);
                         for (slot, &ord) in w.iter_mut().zip(&o) {
