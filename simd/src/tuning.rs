@@ -37,14 +37,15 @@
 //!   stay cached, the rest are random DRAM lines:
 //!   `E·L·(h·LINE_CACHED + (1−h)·LINE_RANDOM)`;
 //! - **blocked pass** (`nb = ⌈Ns·b/C⌉` blocks of `C/b` sources): every
-//!   gather hits the cache, `E·L·LINE_CACHED`, but each destination row
-//!   touched by a block is streamed again — read and written for g-SpMM
-//!   (max/min with arg outputs: the row's winning slots too, counted in
-//!   `L_d`), read for g-SDDMM: `(read + written)·L_d·LINE_STREAMED` with
-//!   `touched ≈ Nd·nb·(1 − (1 − 1/nb)^deg)` rows written (g-SpMM) and as
-//!   many read, or all `Nd·nb` where the touched rows lie less than
+//!   gather hits the cache, `E·L·LINE_CACHED`, but each block streams
+//!   destination rows again (g-SpMM's output rows, read and written;
+//!   g-SDDMM's destination operand rows, read; with max/min arg outputs
+//!   the row's winning slots too, counted in `L_d`):
+//!   `(read + written)·L_d·LINE_STREAMED`, where the
+//!   `touched ≈ Nd·nb·(1 − (1 − 1/nb)^deg)` rows are read and (g-SpMM)
+//!   written, or all `Nd·nb` are read where the touched rows lie less than
 //!   [`PREFETCH_SPAN_BYTES`] apart (the prefetchers stream the rows between
-//!   them too), plus the layout's entries.
+//!   them too); plus the layout's entries.
 //!
 //! Both add the index streams. The model *nominates* blocking when the
 //! blocked cost is below [`NOMINATION_MARGIN`] of the plain one; the SIMD
