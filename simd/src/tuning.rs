@@ -731,7 +731,7 @@ mod tests {
         assert_eq!(plan(sddmm, 0.91), None);
         // Ratios behind the choices: uniform d = 32 clearly below 1, RMAT
         // well above. Uniform d = 128 (32 blocks: a block touches ~40 % of
-        // the rows, ~1.3 KiB apart) above 1: measured 2.5-2.7x the plain
+        // the rows, ~1.3 KiB apart) above 1: measured 2.4-2.7x the plain
         // time (perf-reports/ablation/2026-11-30_zen4_after-run.tsv, section
         // D); counting only the touched rows put it at 0.98, nominated.
         let ratio = |sh: GatherShape, hot: f64, nb| blocked_cost(&sh, nb) / plain_cost(&sh, hot);
