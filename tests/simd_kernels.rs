@@ -356,20 +356,41 @@ fn spmm_matches_reference_i64() {
 
 #[test]
 fn max_min_args_of_all_infinite_rows_are_the_first_edge() {
-    // Every message is -inf (max) / +inf (min): the first edge wins, value ±inf.
+    // Every message is -inf (max) / +inf (min): the first edge wins, value ±inf;
+    // also lane by lane across blocks.
     let g = Graph::<i32>::from_coo(3, 2, vec![2, 0, 1, 1], vec![0, 0, 0, 1]).unwrap();
     for (reduce, x) in [(ReduceKind::Max, f32::NEG_INFINITY), (ReduceKind::Min, f32::INFINITY)] {
         let lhs = Tensor::from_vec(vec![x; 3 * 20], vec![3, 20]).unwrap();
+        // Lane l of row 0 (sources 0, 1, 2, one per block with blocks of
+        // one source): l % 4 = 0 every message ±inf, 1 only source 2's
+        // finite (won in the last block), 2 only source 0's (won in the
+        // first, kept through two without a winner), 3 all finite.
+        let mixed: Vec<f32> = (0..3 * 20)
+            .map(|i| {
+                let (u, l) = (i / 20, i % 20);
+                let finite = match l % 4 {
+                    0 => false,
+                    1 => u == 2,
+                    2 => u == 0,
+                    _ => true,
+                };
+                if finite { (i % 7) as f32 - 3.0 } else { x }
+            })
+            .collect();
+        let mixed = Tensor::from_vec(mixed, vec![3, 20]).unwrap();
         let spec = SpmmSpec::copy(Target::Src, reduce);
-        let want = run_spmm(Exec::forced(BackendKind::Reference), &g, spec, &lhs, &lhs, &[2, 20]);
-        assert_eq!(want.arg_u[0], 0, "oracle: first edge of row 0 in (source, edge id) order");
-        for level in levels() {
-            for (_, tuning) in tunings() {
-                let got = on_level(level, || {
-                    with_tuning(tuning, || run_spmm(Exec::forced(BackendKind::Simd), &g, spec, &lhs, &lhs, &[2, 20]))
-                });
-                assert_exact("all-infinite", &got.out, &want.out);
-                assert_eq!((got.arg_u, got.arg_e), (want.arg_u.clone(), want.arg_e.clone()));
+        let one_source_blocks = [1, 2].map(|b| Tuning { blocking: Blocking::Sources(b), ..Tuning::DEFAULT });
+        for (what, lhs) in [("all-infinite", &lhs), ("mixed lanes", &mixed)] {
+            let want = run_spmm(Exec::forced(BackendKind::Reference), &g, spec, lhs, lhs, &[2, 20]);
+            assert_eq!(want.arg_u[0], 0, "oracle: first edge of row 0 in (source, edge id) order");
+            for level in levels() {
+                for tuning in tunings().map(|(_, t)| t).into_iter().chain(one_source_blocks) {
+                    let got = on_level(level, || {
+                        with_tuning(tuning, || run_spmm(Exec::forced(BackendKind::Simd), &g, spec, lhs, lhs, &[2, 20]))
+                    });
+                    assert_exact(what, &got.out, &want.out);
+                    assert_eq!((got.arg_u, got.arg_e), (want.arg_u.clone(), want.arg_e.clone()), "{what}, {tuning:?}");
+                }
             }
         }
     }
