@@ -363,15 +363,16 @@ fn max_min_args_of_all_infinite_rows_are_the_first_edge() {
         let lhs = Tensor::from_vec(vec![x; 3 * 20], vec![3, 20]).unwrap();
         // Lane l of row 0 (sources 0, 1, 2, one per block with blocks of
         // one source): l % 4 = 0 every message ±inf, 1 only source 2's
-        // finite (won in the last block), 2 only source 0's (won in the
-        // first, kept through two without a winner), 3 all finite.
+        // finite (won in the last block), 2 only source 1's (won in a
+        // middle block and kept through the last, which has no winner: not
+        // the first edge, so losing the kept winner shows), 3 all finite.
         let mixed: Vec<f32> = (0..3 * 20)
             .map(|i| {
                 let (u, l) = (i / 20, i % 20);
                 let finite = match l % 4 {
                     0 => false,
                     1 => u == 2,
-                    2 => u == 0,
+                    2 => u == 1,
                     _ => true,
                 };
                 if finite { (i % 7) as f32 - 3.0 } else { x }
