@@ -22,10 +22,18 @@ Usage (the same flags as `gnnkern-bench op`):
              --threads 2 --reps 10 --json
   peer_op.py --peer dgl --serve --threads 2         (used by `gnnkern-bench suite --peers`)
 
-With --serve the script reads one JSON case per line on stdin ({graph, graph_name, op, dim, heads,
-threads, reps, warmup}), answers each with one JSON line, and exits at end of input. Torch is
-imported once and the last graph stays loaded, so the suite can time each case on gnnkern and on
-the peers within seconds of each other. --threads sets OMP_NUM_THREADS (the most any case asks for).
+With --serve the script reads one JSON request per line on stdin, answers each with one JSON
+line, and exits at end of input:
+  CASE ({graph, graph_name, op, dim, heads, threads, reps, warmup})  times the case whole: warmup
+      calls, then reps timed ones; answers the result.
+  {"prepare": CASE}               makes the case's inputs and function, runs its warmup calls;
+                                  answers {"prepared": KEY}. It replaces any prepared case.
+  {"calls": N, "untimed": U}      U untimed calls of the prepared case, then N timed ones;
+                                  answers {"times_ms": [...]}.
+  {"finish": true}                answers the result over every timed call and drops the case.
+`gnnkern-bench suite --peers` prepares a case on gnnkern and on each peer, then alternates slices
+of calls between them. Torch is imported once and the last graph stays loaded. --threads sets
+OMP_NUM_THREADS (the most any case asks for). Any request may be answered with a skip (below).
 
 The graph is a directory in gnnkern's dataset format (meta.json, src.bin, dst.bin; a sampled
 block carries num_dst in meta.json); a generator spec is first written with
@@ -449,68 +457,100 @@ def case_key(graph, op, dim, heads, threads):
     return f"{graph}|{op}|d{dim}|h{heads or 0}|t{threads}"
 
 
+class Prepared:
+    """A case made ready to time: inputs made, the peer's function built, `warmup` calls run.
+
+    `calls(untimed, timed)` runs a slice of calls and returns the timed ones' times (ms);
+    `result()` summarizes every timed call in gnnkern's schema. The suite alternates slices
+    of gnnkern and of each peer so that the tools' calls share the minutes of a shared
+    machine's memory speed (bench-suite/src/suite/run.rs).
+    """
+
+    def __init__(self, torch, peer, ctx, case, m):
+        name, dim, heads, threads = case["op"], case["dim"], case.get("heads"), case["threads"]
+        self.torch, self.peer, self.ctx, self.case, self.m = torch, peer, ctx, case, m
+        self.name, self.dim, self.heads, self.threads = name, dim, heads, threads
+        torch.set_num_threads(threads)
+        forward = gradient_of(name)
+        s = shapes(name, ctx.n_src, ctx.n_dst, ctx.n_e, dim, heads)
+        self.s = s
+        # Peers materialise E x d messages (pyg) and temporaries: budget three edge-sized tensors.
+        planned = 4 * (sum(int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x) + 3 * int(np.prod(s["out"])))
+        if peer == "pyg":
+            planned += 3 * 4 * ctx.n_e * int(np.prod(s["lhs"][1][1:]))
+        avail = mem_available()
+        if avail and planned > MEMORY_SHARE * avail:
+            raise Unsupported(f"needs about {planned / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of the "
+                              f"{avail / 2**30:.1f} GiB available")
+
+        def tensor(spec, seed):
+            if spec is None:
+                return None
+            _, shape, (lo, hi) = spec
+            return torch.from_numpy(seeded_uniform(seed, int(np.prod(shape)), lo, hi)).reshape(shape)
+
+        lhs, rhs = tensor(s["lhs"], LHS_SEED), tensor(s["rhs"], RHS_SEED)
+        peer_fn = dict(dgl=dgl_fn, pyg=pyg_fn,
+                       torch_sparse=lambda ctx, name, l, r: torch_sparse_fn(ctx, name, l, r, heads))
+        if forward is not None:
+            grad_out = tensor(s["grad_out"], GRAD_SEED)
+            if peer == "dgl" and parse_op(name)[4] in ("max", "min"):
+                # DGL 2.1 leaves arg = 0 in rows without in-edges, so its max/min backward adds those
+                # rows' gradients to source node 0; gnnkern and PyG send them nowhere (no message won).
+                # Zero them for DGL (same work) so that the checksums compare the same mathematics.
+                grad_out[torch.bincount(ctx.dst, minlength=ctx.n_dst) == 0] = 0.0
+            self.fn = autograd_backward(torch, lambda l, r: peer_fn[peer](ctx, forward, l, r), lhs, rhs, grad_out)
+        else:
+            self.fn = peer_fn[peer](ctx, name, lhs, rhs)
+        reset_peak_rss()
+        self.times, self.out = [], None
+        self.calls(case.get("warmup", 1), 0)
+
+    def calls(self, untimed, timed):
+        """`untimed` calls, then `timed` timed ones; returns the timed calls' times (ms)."""
+        self.torch.set_num_threads(self.threads)
+        times = []
+        with self.torch.no_grad():
+            for i in range(untimed + timed):
+                self.out = None
+                t = time.perf_counter()
+                self.out = self.fn()
+                elapsed = (time.perf_counter() - t) * 1e3
+                if i >= untimed:
+                    times.append(elapsed)
+        self.times.extend(times)
+        return times
+
+    def result(self):
+        """Every timed call so far, in gnnkern's result schema."""
+        torch, ctx, s, times = self.torch, self.ctx, self.s, self.times
+        if not times:
+            raise RuntimeError("no call was timed")
+        out = self.out.reshape(s["out"])
+        flops, model_bytes = cost(self.name, ctx.n_src, ctx.n_dst, ctx.n_e, s)
+        med = float(np.median(times))
+        gbps = model_bytes / (med / 1e3) / 1e9
+        triad = triad_gbps(self.threads, self.m)
+        # DGL 2.1 leaves -inf/+inf in max/min rows without in-edges where gnnkern's contract (and
+        # PyG's) writes 0: count non-finite values as 0 in the checksum so the outputs stay comparable.
+        o64 = torch.nan_to_num(out.double(), nan=float("nan"), posinf=0.0, neginf=0.0)
+        return {
+            "tool": self.peer, "op": self.name, "graph": self.case["graph_name"], "nodes": ctx.n_src,
+            "dst_nodes": ctx.n_dst, "edges": ctx.n_e, "dim": self.dim, "heads": self.heads,
+            "threads": self.threads, "backend": self.peer, "isa": versions(self.peer, torch),
+            "reps": len(times), "median_ms": med, "min_ms": float(min(times)), "max_ms": float(max(times)),
+            "flops": flops, "gflops": flops / (med / 1e3) / 1e9, "model_bytes": model_bytes, "gbps": gbps,
+            "pct_of_triad": 100.0 * gbps / triad if triad else None, "peak_rss_mb": peak_rss_mb(),
+            "out_shape": list(out.shape), "checksum": float(o64.sum()), "checksum_abs": float(o64.abs().sum()),
+            "machine": self.m,
+        }
+
+
 def run_case(torch, peer, ctx, case, m):
-    name, dim, heads, threads = case["op"], case["dim"], case.get("heads"), case["threads"]
-    reps, warmup = case.get("reps", 10), case.get("warmup", 1)
-    torch.set_num_threads(threads)
-    forward = gradient_of(name)
-    s = shapes(name, ctx.n_src, ctx.n_dst, ctx.n_e, dim, heads)
-    # Peers materialise E x d messages (pyg) and temporaries: budget three edge-sized tensors.
-    planned = 4 * (sum(int(np.prod(x[1])) for x in (s["lhs"], s["rhs"]) if x) + 3 * int(np.prod(s["out"])))
-    if peer == "pyg":
-        planned += 3 * 4 * ctx.n_e * int(np.prod(s["lhs"][1][1:]))
-    avail = mem_available()
-    if avail and planned > MEMORY_SHARE * avail:
-        raise Unsupported(f"needs about {planned / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of the "
-                          f"{avail / 2**30:.1f} GiB available")
-
-    def tensor(spec, seed):
-        if spec is None:
-            return None
-        _, shape, (lo, hi) = spec
-        return torch.from_numpy(seeded_uniform(seed, int(np.prod(shape)), lo, hi)).reshape(shape)
-
-    lhs, rhs = tensor(s["lhs"], LHS_SEED), tensor(s["rhs"], RHS_SEED)
-    peer_fn = dict(dgl=dgl_fn, pyg=pyg_fn,
-                   torch_sparse=lambda ctx, name, l, r: torch_sparse_fn(ctx, name, l, r, heads))
-    if forward is not None:
-        grad_out = tensor(s["grad_out"], GRAD_SEED)
-        if peer == "dgl" and parse_op(name)[4] in ("max", "min"):
-            # DGL 2.1 leaves arg = 0 in rows without in-edges, so its max/min backward adds those
-            # rows' gradients to source node 0; gnnkern and PyG send them nowhere (no message won).
-            # Zero them for DGL (same work) so that the checksums compare the same mathematics.
-            grad_out[torch.bincount(ctx.dst, minlength=ctx.n_dst) == 0] = 0.0
-        fn = autograd_backward(torch, lambda l, r: peer_fn[peer](ctx, forward, l, r), lhs, rhs, grad_out)
-    else:
-        fn = peer_fn[peer](ctx, name, lhs, rhs)
-    reset_peak_rss()
-    times = []
-    out = None
-    with torch.no_grad():
-        for i in range(warmup + reps):
-            out = None
-            t = time.perf_counter()
-            out = fn()
-            elapsed = (time.perf_counter() - t) * 1e3
-            if i >= warmup:
-                times.append(elapsed)
-    out = out.reshape(s["out"])
-    flops, model_bytes = cost(name, ctx.n_src, ctx.n_dst, ctx.n_e, s)
-    med = float(np.median(times))
-    gbps = model_bytes / (med / 1e3) / 1e9
-    triad = triad_gbps(threads, m)
-    # DGL 2.1 leaves -inf/+inf in max/min rows without in-edges where gnnkern's contract (and PyG's)
-    # writes 0: count non-finite values as 0 in the checksum so the outputs stay comparable.
-    o64 = torch.nan_to_num(out.double(), nan=float("nan"), posinf=0.0, neginf=0.0)
-    return {
-        "tool": peer, "op": name, "graph": case["graph_name"], "nodes": ctx.n_src, "dst_nodes": ctx.n_dst,
-        "edges": ctx.n_e, "dim": dim, "heads": heads, "threads": threads, "backend": peer,
-        "isa": versions(peer, torch), "reps": reps, "median_ms": med, "min_ms": float(min(times)),
-        "max_ms": float(max(times)), "flops": flops, "gflops": flops / (med / 1e3) / 1e9,
-        "model_bytes": model_bytes, "gbps": gbps, "pct_of_triad": 100.0 * gbps / triad if triad else None,
-        "peak_rss_mb": peak_rss_mb(), "out_shape": list(out.shape), "checksum": float(o64.sum()),
-        "checksum_abs": float(o64.abs().sum()), "machine": m,
-    }
+    """Times a whole case in one slice: `warmup` calls, then `reps` timed ones."""
+    p = Prepared(torch, peer, ctx, case, m)
+    p.calls(0, case.get("reps", 10))
+    return p.result()
 
 
 def main():
@@ -524,18 +564,18 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--serve", action="store_true",
-                    help="read one JSON case per line on stdin {graph, graph_name, op, dim, heads, threads, reps, "
-                         "warmup}; answer each with one JSON line")
+                    help="read one JSON request per line on stdin (a case, or prepare / calls / finish: see "
+                         "above); answer each with one JSON line")
     ap.add_argument("--json", action="store_true", help="print JSON (always on; accepted for symmetry with gnnkern-bench)")
     args = ap.parse_args()
 
     if args.serve:
-        cases = (json.loads(line) for line in sys.stdin if line.strip())
+        requests = (json.loads(line) for line in sys.stdin if line.strip())
     else:
         if not (args.graph and args.op and args.dim):
             ap.error("--graph, --op and --dim are required without --serve")
         d = graph_dir(args.graph)
-        cases = [{"graph": d, "graph_name": args.graph.rstrip("/").split("/")[-1] if os.path.isdir(args.graph) else args.graph,
+        requests = [{"graph": d, "graph_name": args.graph.rstrip("/").split("/")[-1] if os.path.isdir(args.graph) else args.graph,
                   "op": args.op, "dim": args.dim, "heads": args.heads, "threads": args.threads,
                   "reps": args.reps, "warmup": args.warmup}]
     # OpenMP reads OMP_NUM_THREADS once, when torch/dgl load; each case then uses torch.set_num_threads.
@@ -544,14 +584,37 @@ def main():
     m = machine()
     status = 0
     loaded = {}
-    for case in cases:
+    prepared, prepared_key = None, None
+    for request in requests:
+        # A slice of the prepared case's calls, or its summary.
+        if "calls" in request or "finish" in request:
+            key = prepared_key or "no case"
+            try:
+                if prepared is None:
+                    raise RuntimeError("no case is prepared")
+                if "calls" in request:
+                    line = {"times_ms": prepared.calls(request.get("untimed", 0), request["calls"])}
+                else:
+                    line, prepared, prepared_key = prepared.result(), None, None
+            except RuntimeError as e:  # e.g. out of memory inside torch: report, go on serving
+                line, status, prepared, prepared_key = {"case": key, "skipped": f"{type(e).__name__}: {e}"}, 4, None, None
+            print(json.dumps(line), flush=True)
+            continue
+        # A case: {"prepare": CASE} makes it ready and answers {"prepared": KEY}; a bare CASE is
+        # timed whole (warmup, then reps calls) and answered with its result.
+        case = request.get("prepare", request)
+        prepared, prepared_key = None, None
         key = case_key(case["graph_name"], case["op"], case["dim"], case.get("heads"), case["threads"])
         if case["graph"] not in loaded:
             loaded.clear()
             loaded[case["graph"]] = Ctx(torch, *load_graph(case["graph"]))
         ctx = loaded[case["graph"]]
         try:
-            line = run_case(torch, args.peer, ctx, case, m)
+            if "prepare" in request:
+                prepared, prepared_key = Prepared(torch, args.peer, ctx, case, m), key
+                line = {"prepared": key}
+            else:
+                line = run_case(torch, args.peer, ctx, case, m)
         except Unsupported as e:
             line, status = {"case": key, "skipped": str(e)}, 3
         except RuntimeError as e:  # e.g. out of memory inside torch: report, go on serving

@@ -110,6 +110,7 @@ mod tests {
             pass: None,
             isa: "avx512".into(),
             reps: 1,
+            slice_medians_ms: None,
             median_ms: ms,
             min_ms: ms,
             max_ms: ms,

@@ -2,12 +2,15 @@
 //! gather-scatter, torch.sparse) case by case, beside gnnkern's own.
 //!
 //! Each peer is one long-lived Python process (`--serve`) for the whole
-//! suite: it reads one JSON case per line on stdin and answers with one
-//! JSON line, an [`OpResult`] or `{"case": KEY, "skipped": REASON}` for an op
-//! the peer has no form of. Starting Python and importing torch costs
-//! seconds, and loading a 2^24-edge graph more, so the process and its last
-//! graph stay loaded between cases; the suite can then time each case on
-//! gnnkern and on every peer within seconds of each other (`suite::run`).
+//! suite. It reads one JSON request per line on stdin and answers each with
+//! one JSON line: `prepare` a case (inputs made, warm-up calls run), time a
+//! slice of its `calls`, `finish` it (the [`OpResult`] over every timed
+//! call); any of them may be answered `{"case": KEY, "skipped": REASON}`,
+//! for an op the peer has no form of or an error inside torch. Starting
+//! Python and importing torch costs seconds, and loading a 2^24-edge graph
+//! more, so the process and its last graph stay loaded between cases; the
+//! suite alternates slices of one case's calls between gnnkern and the
+//! peers (`suite::run`).
 
 use crate::error::{BenchError, Result};
 use crate::runfile::{OpResult, Skipped};
@@ -42,13 +45,28 @@ struct PeerCase<'a> {
     warmup: usize,
 }
 
+/// A request: a case to prepare, a slice of its calls, or its summary.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Request<'a> {
+    Prepare { prepare: PeerCase<'a> },
+    Calls { calls: usize, untimed: usize },
+    Finish { finish: bool },
+}
+
 /// A line of the peer's output.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum PeerLine {
     Skipped { case: String, skipped: String },
+    Prepared { prepared: String },
+    Times { times_ms: Vec<f64> },
     Result(Box<OpResult>),
 }
+
+/// A peer's answer: what was asked for, or the skip it reported instead
+/// (an op it has no form of, an error inside torch such as out of memory).
+pub type Answer<T> = std::result::Result<T, Skipped>;
 
 /// How many of a dead peer's last stderr lines an error quotes.
 const STDERR_TAIL_LINES: usize = 8;
@@ -101,12 +119,11 @@ impl PeerServer {
         Ok(PeerServer { peer: peer.to_string(), program, child, stdin: Some(stdin), stdout, stderr: Some(stderr) })
     }
 
-    /// Times `case` on the graph stored at `dir`: the peer's result, or the
-    /// skip it reported for an op it has no form of. An `Err` means the
-    /// process failed (it quoted its last stderr lines) and must be
-    /// restarted for the next case.
-    pub fn run(&mut self, dir: &Path, case: &Case) -> Result<std::result::Result<OpResult, Skipped>> {
-        let request = PeerCase {
+    /// Prepares `case` on the graph stored at `dir`: inputs made, warm-up
+    /// calls run. An `Err` means the process failed (it quoted its last
+    /// stderr lines) and must be restarted for the next case.
+    pub fn prepare(&mut self, dir: &Path, case: &Case) -> Result<Answer<()>> {
+        let prepare = PeerCase {
             graph: dir,
             graph_name: &case.graph,
             op: &case.op,
@@ -116,14 +133,46 @@ impl PeerServer {
             reps: case.reps,
             warmup: case.warmup,
         };
-        let mut text = serde_json::to_string(&request).map_err(|e| self.failed(format!("request: {e}")))?;
+        match self.request(&Request::Prepare { prepare })? {
+            PeerLine::Prepared { prepared } if prepared == case.key() => Ok(Ok(())),
+            PeerLine::Skipped { case, skipped } => Ok(Err(self.skip(case, skipped))),
+            _ => Err(self.failed(format!("did not answer that it prepared {}", case.key()))),
+        }
+    }
+
+    /// Runs `untimed` calls of the prepared case, then `timed` timed ones;
+    /// returns their times (ms).
+    pub fn calls(&mut self, untimed: usize, timed: usize) -> Result<Answer<Vec<f64>>> {
+        match self.request(&Request::Calls { calls: timed, untimed })? {
+            PeerLine::Times { times_ms } if times_ms.len() == timed => Ok(Ok(times_ms)),
+            PeerLine::Skipped { case, skipped } => Ok(Err(self.skip(case, skipped))),
+            _ => Err(self.failed(format!("did not answer {timed} call times"))),
+        }
+    }
+
+    /// The prepared case's result over every timed call; the peer drops the case.
+    pub fn finish(&mut self) -> Result<Answer<OpResult>> {
+        match self.request(&Request::Finish { finish: true })? {
+            PeerLine::Result(r) => Ok(Ok(*r)),
+            PeerLine::Skipped { case, skipped } => Ok(Err(self.skip(case, skipped))),
+            _ => Err(self.failed("answered a finish with something else".into())),
+        }
+    }
+
+    fn skip(&self, case: String, reason: String) -> Skipped {
+        Skipped { case, tool: self.peer.clone(), reason }
+    }
+
+    /// Sends one request line and reads the answer line.
+    fn request(&mut self, request: &Request<'_>) -> Result<PeerLine> {
+        let mut text = serde_json::to_string(request).map_err(|e| self.failed(format!("request: {e}")))?;
         text.push('\n');
         let sent = match self.stdin.as_mut() {
             Some(stdin) => stdin.write_all(text.as_bytes()).and_then(|()| stdin.flush()),
             None => Err(std::io::Error::other("its input is closed")),
         };
         if let Err(e) = sent {
-            return Err(self.failed(format!("sending the case: {e}")));
+            return Err(self.failed(format!("sending the request: {e}")));
         }
         let mut line = String::new();
         loop {
@@ -135,13 +184,8 @@ impl PeerServer {
                 Err(e) => return Err(self.failed(format!("reading its answer: {e}"))),
             }
         }
-        match serde_json::from_str::<PeerLine>(line.trim_end()) {
-            Ok(PeerLine::Result(r)) => Ok(Ok(*r)),
-            Ok(PeerLine::Skipped { case, skipped }) => {
-                Ok(Err(Skipped { case, tool: self.peer.clone(), reason: skipped }))
-            }
-            Err(e) => Err(self.failed(format!("unreadable answer ({e}): {}", line.trim_end()))),
-        }
+        serde_json::from_str::<PeerLine>(line.trim_end())
+            .map_err(|e| self.failed(format!("unreadable answer ({e}): {}", line.trim_end())))
     }
 
     /// Stops the process and returns an error quoting `what` and its last
@@ -214,6 +258,7 @@ mod tests {
             backend: "auto".into(),
             reps: 1,
             warmup: 0,
+            rounds: 1,
         }
     }
 
@@ -227,7 +272,7 @@ mod tests {
         );
         let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();
         for op in ["copy_u_sum", "u_dot_v", "edge_softmax"] {
-            let skipped = server.run(Path::new("/graph"), &case(op)).unwrap().unwrap_err();
+            let skipped = server.prepare(Path::new("/graph"), &case(op)).unwrap().unwrap_err();
             assert_eq!(
                 skipped,
                 Skipped { case: format!("g|{op}"), tool: "dgl".into(), reason: format!("no {op} here") }
@@ -235,12 +280,40 @@ mod tests {
         }
     }
 
+    /// Prepare, slices of calls, finish: the answers the suite reads, and a
+    /// wrong count of call times is an error.
+    #[test]
+    fn a_server_times_slices_of_its_prepared_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = fake_python(
+            dir.path(),
+            "py",
+            r#"case "$line" in
+  *'"prepare"'*) echo '{"prepared": "g|copy_u_sum|d8|h0|t2"}' ;;
+  *'"calls":2'*) echo '{"times_ms": [1.5, 2.5]}' ;;
+  *'"calls":'*) echo '{"times_ms": [1.5]}' ;;
+  *'"finish"'*) echo '{"case": "g|copy_u_sum|d8|h0|t2", "skipped": "RuntimeError: out of memory"}' ;;
+esac"#,
+        );
+        let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();
+        server.prepare(Path::new("/graph"), &case("copy_u_sum")).unwrap().unwrap();
+        assert_eq!(server.calls(1, 2).unwrap().unwrap(), [1.5, 2.5]);
+        let skipped = server.finish().unwrap().unwrap_err();
+        assert_eq!(skipped.reason, "RuntimeError: out of memory");
+        let err = server.calls(0, 3).unwrap_err().to_string();
+        assert!(err.contains("did not answer 3 call times"), "{err}");
+
+        let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();
+        let err = server.prepare(Path::new("/graph"), &case("u_dot_v")).unwrap_err().to_string();
+        assert!(err.contains("did not answer that it prepared g|u_dot_v|d8|h0|t2"), "{err}");
+    }
+
     #[test]
     fn a_dead_server_is_an_error_that_quotes_its_stderr() {
         let dir = tempfile::tempdir().unwrap();
         let python = fake_python(dir.path(), "py", "echo 'ImportError: no module named dgl' >&2; exit 1");
         let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();
-        let err = server.run(Path::new("/graph"), &case("copy_u_sum")).unwrap_err().to_string();
+        let err = server.prepare(Path::new("/graph"), &case("copy_u_sum")).unwrap_err().to_string();
         assert!(err.contains("--peer dgl"), "names the peer: {err}");
         assert!(err.contains("exited before answering"), "says what happened: {err}");
         assert!(err.contains("ImportError: no module named dgl"), "quotes stderr: {err}");
@@ -252,7 +325,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let python = fake_python(dir.path(), "py", "echo 'Traceback (most recent call last):'");
         let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "torch_sparse", 1).unwrap();
-        let err = server.run(Path::new("/graph"), &case("copy_u_sum")).unwrap_err().to_string();
+        let err = server.prepare(Path::new("/graph"), &case("copy_u_sum")).unwrap_err().to_string();
         assert!(err.contains("unreadable answer") && err.contains("Traceback"), "{err}");
     }
 }

@@ -52,6 +52,10 @@ pub struct OpResult {
     /// ISA level in force (gnnkern) or the peer's library version string.
     pub isa: String,
     pub reps: usize,
+    /// `suite --peers`: the median of each slice of calls, in order, when the
+    /// case's calls alternated with the peers' in slices (`suite::run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_medians_ms: Option<Vec<f64>>,
     pub median_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,

@@ -47,56 +47,193 @@ pub struct OpOutcome {
     pub output: Option<Vec<f32>>,
 }
 
-/// Runs `req` on `graph`. `triad` supplies the bandwidth for `pct_of_triad`.
+/// Runs `req` on `graph`: prepares it, times `reps` calls in one slice and
+/// summarizes them. `triad` supplies the bandwidth for `pct_of_triad`.
 pub fn run_op(
     graph: &BenchGraph,
     req: &OpRequest,
     machine: &Machine,
     triad: Option<&MachineFile>,
 ) -> Result<OpOutcome> {
-    if req.reps == 0 {
-        return Err(BenchError::input("--reps", "must be at least 1"));
+    let mut op = PreparedOp::new(graph, req)?;
+    op.time_slice(0, req.reps)?;
+    op.finish(machine, triad)
+}
+
+/// An op made ready to time: its pool, inputs and output allocated, its
+/// warm-up calls (and the SIMD backend's trial calls) done. Each
+/// [`time_slice`](Self::time_slice) times a slice of calls; [`finish`](Self::finish)
+/// summarizes every call timed. `run_op` times one slice; `suite --peers`
+/// alternates slices of gnnkern and of each peer (`suite::run`), so that the
+/// tools' calls share the minutes of a shared machine's memory speed.
+pub struct PreparedOp<'g> {
+    graph: &'g BenchGraph,
+    req: OpRequest,
+    shapes: OpShapes,
+    cost: Cost,
+    pool: rayon::ThreadPool,
+    exec: Exec,
+    lhs: AlignedVec<f32>,
+    rhs: AlignedVec<f32>,
+    grad_out: AlignedVec<f32>,
+    out: AlignedVec<f32>,
+    args: ArgBuffers,
+    /// Every timed call (ms), slice after slice.
+    times: Vec<f64>,
+    /// Each slice's median (ms).
+    slice_medians: Vec<f64>,
+    backend: Option<BackendKind>,
+    pass: Option<String>,
+}
+
+/// The arg buffers of a max/min op, in the graph's index type.
+enum ArgBuffers {
+    I32(Args<i32>),
+    I64(Args<i64>),
+}
+
+/// A max/min gradient's forward arg outputs (`arg_e`) and a max/min
+/// g-SpMM's arg output (`arg_out`).
+struct Args<I: Index> {
+    arg_e: Option<Vec<I>>,
+    arg_out: Option<AlignedVec<I>>,
+}
+
+impl<'g> PreparedOp<'g> {
+    /// Checks `req`, makes the inputs and output, and runs the warm-up calls:
+    /// `req.warmup`, and at least the SIMD backend's trial calls.
+    pub fn new(graph: &'g BenchGraph, req: &OpRequest) -> Result<PreparedOp<'g>> {
+        if req.reps == 0 {
+            return Err(BenchError::input("--reps", "must be at least 1"));
+        }
+        let dims = graph.dims();
+        let shapes = shapes(&req.op, dims, req.dim, req.heads)?;
+        let cost = model::cost(&req.op, dims, &shapes, graph.kernel.index_bytes());
+        let choice = BackendChoice::from_name(&req.backend)
+            .map_err(|e| BenchError::Op { context: "--backend".to_string(), source: e })?;
+        let pool = pool(req.threads, req.pin)?;
+        let lhs = operand_input("--lhs", shapes.lhs.as_ref(), req.lhs.as_deref(), LHS_SEED)?;
+        let rhs = operand_input("--rhs", shapes.rhs.as_ref(), req.rhs.as_deref(), RHS_SEED)?;
+        let grad_out = operand_input("output gradient", shapes.grad_out.as_ref(), None, GRAD_SEED)?;
+        // Every buffer cache-line aligned, as torch allocates the peers' tensors.
+        let out = aligned_filled(shapes.out.iter().product(), 0.0f32);
+        rss::reset_peak();
+        let exec = Exec::new(choice);
+        let inputs = Inputs { shapes: &shapes, lhs: &lhs, rhs: &rhs, grad_out: &grad_out };
+        let args = pool
+            .install(|| {
+                Ok(match &graph.kernel {
+                    KernelGraph::I32(g) => ArgBuffers::I32(Args::new(&exec, g, &req.op, &inputs, out.len())?),
+                    KernelGraph::I64(g) => ArgBuffers::I64(Args::new(&exec, g, &req.op, &inputs, out.len())?),
+                })
+            })
+            .map_err(|e| op_error(req, graph, e))?;
+        let mut op = PreparedOp {
+            graph,
+            // The explicit inputs live on in `lhs` and `rhs`.
+            req: OpRequest {
+                op: req.op.clone(),
+                backend: req.backend.clone(),
+                lhs: None,
+                rhs: None,
+                ..*req
+            },
+            shapes,
+            cost,
+            pool,
+            exec,
+            lhs,
+            rhs,
+            grad_out,
+            out,
+            args,
+            times: Vec::new(),
+            slice_medians: Vec::new(),
+            backend: None,
+            pass: None,
+        };
+        // The SIMD backend times its first calls of a large op to choose between
+        // the plain and the blocked pass (edge softmax: between its two schemes):
+        // the timed calls start once it decided.
+        op.calls(req.warmup.max(gnnkern::backend::simd::trials::CALLS_TO_DECIDE), 0)?;
+        Ok(op)
     }
-    let dims = graph.dims();
-    let shapes = shapes(&req.op, dims, req.dim, req.heads)?;
-    let cost = model::cost(&req.op, dims, &shapes, graph.kernel.index_bytes());
-    let choice = BackendChoice::from_name(&req.backend)
-        .map_err(|e| BenchError::Op { context: "--backend".to_string(), source: e })?;
-    let pool = pool(req.threads, req.pin)?;
-    let lhs = operand_input("--lhs", shapes.lhs.as_ref(), req.lhs.as_deref(), LHS_SEED)?;
-    let rhs = operand_input("--rhs", shapes.rhs.as_ref(), req.rhs.as_deref(), RHS_SEED)?;
-    let grad_out = operand_input("output gradient", shapes.grad_out.as_ref(), None, GRAD_SEED)?;
-    // Every buffer cache-line aligned, as torch allocates the peers' tensors.
-    let mut out = aligned_filled(shapes.out.iter().product(), 0.0f32);
-    rss::reset_peak();
-    let exec = Exec::new(choice);
-    let inputs = Inputs { shapes: &shapes, lhs: &lhs, rhs: &rhs, grad_out: &grad_out };
-    let timing = Timing { exec: &exec, op: &req.op, inputs: &inputs, warmup: req.warmup, reps: req.reps };
-    let (times, backend, pass) = pool
-        .install(|| match &graph.kernel {
-            KernelGraph::I32(g) => time_op(g, &timing, &mut out),
-            KernelGraph::I64(g) => time_op(g, &timing, &mut out),
-        })
-        .map_err(|e| BenchError::Op { context: format!("{} on {}", req.op.name, graph.name), source: e })?;
-    let peak_rss_mb = rss::peak_rss_mb();
-    let (checksum, checksum_abs) = checksums(&out);
-    let traversal_bytes = traversal(graph, req, &shapes, pass.as_deref());
-    let result = summarize(Summary {
-        graph,
-        req,
-        machine,
-        triad,
-        cost,
-        shapes: &shapes,
-        times,
-        backend: backend.map_or("unknown", BackendKind::name).to_string(),
-        pass,
-        traversal_bytes,
-        peak_rss_mb,
-        checksum,
-        checksum_abs,
-    });
-    Ok(OpOutcome { result, output: req.keep_output.then(|| out.to_vec()) })
+
+    /// Runs `untimed` calls, then times `timed` calls (at least one call
+    /// runs); returns the timed calls' times (ms), which `finish` counts.
+    /// A slice that follows another tool's starts with an untimed call:
+    /// that call pays for the caches the other tool left full of its data.
+    pub fn time_slice(&mut self, untimed: usize, timed: usize) -> Result<Vec<f64>> {
+        let times = self.calls(untimed, timed)?;
+        if !times.is_empty() {
+            self.slice_medians.push(median(&times));
+            self.times.extend_from_slice(&times);
+        }
+        Ok(times)
+    }
+
+    fn calls(&mut self, untimed: usize, timed: usize) -> Result<Vec<f64>> {
+        let inputs = Inputs { shapes: &self.shapes, lhs: &self.lhs, rhs: &self.rhs, grad_out: &self.grad_out };
+        let calls = Calls { exec: &self.exec, op: &self.req.op, inputs: &inputs, untimed, timed };
+        let (graph, out) = (self.graph, &mut self.out);
+        let (times, backend, pass) = self
+            .pool
+            .install(|| match (&graph.kernel, &mut self.args) {
+                (KernelGraph::I32(g), ArgBuffers::I32(a)) => time_calls(g, &calls, a, out),
+                (KernelGraph::I64(g), ArgBuffers::I64(a)) => time_calls(g, &calls, a, out),
+                _ => unreachable!("the arg buffers were made for this graph's index type"),
+            })
+            .map_err(|e| op_error(&self.req, self.graph, e))?;
+        self.backend = backend.or(self.backend);
+        self.pass = pass;
+        Ok(times)
+    }
+
+    /// Summarizes every timed call; with `keep_output`, returns the output.
+    pub fn finish(self, machine: &Machine, triad: Option<&MachineFile>) -> Result<OpOutcome> {
+        if self.times.is_empty() {
+            return Err(BenchError::input("--reps", "no call was timed"));
+        }
+        let peak_rss_mb = rss::peak_rss_mb();
+        let (checksum, checksum_abs) = checksums(&self.out);
+        let traversal_bytes = traversal(self.graph, &self.req, &self.shapes, self.pass.as_deref());
+        let result = summarize(Summary {
+            graph: self.graph,
+            req: &self.req,
+            machine,
+            triad,
+            cost: self.cost,
+            shapes: &self.shapes,
+            times: self.times,
+            slice_medians: self.slice_medians,
+            backend: self.backend.map_or("unknown", BackendKind::name).to_string(),
+            pass: self.pass,
+            traversal_bytes,
+            peak_rss_mb,
+            checksum,
+            checksum_abs,
+        });
+        Ok(OpOutcome { result, output: self.req.keep_output.then(|| self.out.to_vec()) })
+    }
+}
+
+fn op_error(req: &OpRequest, graph: &BenchGraph, e: gnnkern::Error) -> BenchError {
+    BenchError::Op { context: format!("{} on {}", req.op.name, graph.name), source: e }
+}
+
+impl<I: Index> Args<I> {
+    fn new(exec: &Exec, g: &Graph<I>, op: &BenchOp, inputs: &Inputs<'_>, out_len: usize) -> gnnkern::Result<Args<I>> {
+        let arg_e = forward_arg_e(exec, g, op, inputs)?;
+        // A max/min g-SpMM writes the arg output its backward reads: gnnkern's
+        // `arg_e` (the backward finds a source from its edge). DGL's gspmm writes
+        // the ones its backward reads too: `arg_u` for copy_u, `arg_e` for copy_e,
+        // both for binary ops (dgl/_sparse_ops.py, `use_u` / `use_e`), as int64.
+        let arg_out = match op.family {
+            OpFamily::Spmm(spec) if spec.reduce.has_arg() => Some(aligned_filled(out_len, I::from_usize(0))),
+            _ => None,
+        };
+        Ok(Args { arg_e, arg_out })
+    }
 }
 
 /// The pool an op is timed in: `threads` workers, pinned one per core with `pin`.
@@ -118,43 +255,32 @@ struct Inputs<'a> {
     grad_out: &'a [f32],
 }
 
-struct Timing<'a> {
+struct Calls<'a> {
     exec: &'a Exec,
     op: &'a BenchOp,
     inputs: &'a Inputs<'a>,
-    warmup: usize,
-    reps: usize,
+    untimed: usize,
+    timed: usize,
 }
 
-/// Warm-up runs, then `reps` timed runs; returns the times (ms), the
-/// backend that ran (`None` if gnnkern did not report one) and, for the
-/// SIMD backend's g-SpMM / g-SDDMM / edge softmax and the max/min
-/// backward, the pass of the last run.
-fn time_op<I: Index>(
+/// `untimed` calls, then `timed` timed calls (one untimed call if both are
+/// 0); returns the times (ms), the backend that ran (`None` if gnnkern did
+/// not report one) and, for the SIMD backend's g-SpMM / g-SDDMM / edge
+/// softmax and the max/min backward, the pass of the last call.
+fn time_calls<I: Index>(
     g: &Graph<I>,
-    t: &Timing<'_>,
+    t: &Calls<'_>,
+    args: &mut Args<I>,
     out: &mut [f32],
 ) -> gnnkern::Result<(Vec<f64>, Option<BackendKind>, Option<String>)> {
-    let arg_e = forward_arg_e(t.exec, g, t.op, t.inputs)?;
-    // A max/min g-SpMM writes the arg output its backward reads: gnnkern's
-    // `arg_e` (the backward finds a source from its edge). DGL's gspmm writes
-    // the ones its backward reads too: `arg_u` for copy_u, `arg_e` for copy_e,
-    // both for binary ops (dgl/_sparse_ops.py, `use_u` / `use_e`), as int64.
-    let mut arg_out = match t.op.family {
-        OpFamily::Spmm(spec) if spec.reduce.has_arg() => Some(aligned_filled(out.len(), I::from_usize(0))),
-        _ => None,
-    };
     let mut backend = None;
-    let mut times = Vec::with_capacity(t.reps);
-    // The SIMD backend times its first calls of a large op to choose between
-    // the plain and the blocked pass (edge softmax: between its two schemes):
-    // the timed runs start once it decided.
-    let warmup = t.warmup.max(gnnkern::backend::simd::trials::CALLS_TO_DECIDE);
-    for i in 0..warmup + t.reps.max(1) {
+    let mut times = Vec::with_capacity(t.timed);
+    let untimed = if t.untimed + t.timed == 0 { 1 } else { t.untimed };
+    for i in 0..untimed + t.timed {
         let start = Instant::now();
-        backend = run_once(t.exec, g, t.op, t.inputs, arg_e.as_deref(), arg_out.as_deref_mut(), out)?;
+        backend = run_once(t.exec, g, t.op, t.inputs, args.arg_e.as_deref(), args.arg_out.as_deref_mut(), out)?;
         let elapsed = start.elapsed().as_secs_f64() * 1e3;
-        if i >= warmup {
+        if i >= untimed {
             times.push(elapsed);
         }
     }
@@ -298,6 +424,7 @@ struct Summary<'a> {
     cost: Cost,
     shapes: &'a OpShapes,
     times: Vec<f64>,
+    slice_medians: Vec<f64>,
     backend: String,
     pass: Option<String>,
     traversal_bytes: Option<u64>,
@@ -337,6 +464,7 @@ fn summarize(s: Summary<'_>) -> OpResult {
         pass: s.pass,
         isa: gnnkern_simd::isa::active_level().name().to_string(),
         reps: s.times.len(),
+        slice_medians_ms: (s.slice_medians.len() > 1).then_some(s.slice_medians),
         median_ms,
         min_ms,
         max_ms,

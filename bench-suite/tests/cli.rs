@@ -244,6 +244,7 @@ fn result(graph: &str, op: &str, tool: &str, ms: f64, checksum: f64) -> OpResult
         pass: None,
         isa: "avx512".into(),
         reps: 5,
+        slice_medians_ms: None,
         median_ms: ms,
         min_ms: ms * 0.9,
         max_ms: ms * 1.2,
@@ -483,12 +484,14 @@ impl FakePeerSuite {
     }
 }
 
-/// With `--peers`, each case runs on gnnkern and then on every peer before
-/// the next case starts, and each peer is one process for the whole run.
-/// The stand-in interpreter answers every case with a skip whose reason
-/// counts the gnnkern results the run file held when the case reached it.
+/// With `--peers`, each case is prepared on gnnkern and on every peer
+/// before the next case starts, and each peer is one process for the whole
+/// run. The stand-in interpreter answers every case with a skip whose reason
+/// counts the gnnkern results the run file held when the case reached it:
+/// the earlier cases', not yet this one's (gnnkern times it after the peers
+/// have prepared it).
 #[test]
-fn suite_runs_each_case_on_the_peers_right_after_gnnkern() {
+fn suite_prepares_each_case_on_the_peers_with_gnnkern() {
     let suite = FakePeerSuite::new(
         "suite-peers",
         r#"["dgl", "torch_sparse"]"#,
@@ -511,8 +514,8 @@ done
         let reasons: Vec<(String, String)> =
             run.skipped.iter().filter(|s| s.tool == peer).map(|s| (s.case.clone(), s.reason.clone())).collect();
         let expected: Vec<(String, String)> =
-            ours.iter().enumerate().map(|(i, key)| (key.clone(), format!("after {} gnnkern results", i + 1))).collect();
-        assert_eq!(reasons, expected, "{peer} ran each case right after gnnkern's");
+            ours.iter().enumerate().map(|(i, key)| (key.clone(), format!("after {i} gnnkern results"))).collect();
+        assert_eq!(reasons, expected, "{peer} prepared each case with gnnkern");
     }
     assert_eq!(suite.log_lines(), ["dgl", "torch_sparse"], "one process per peer");
 
@@ -520,6 +523,65 @@ done
     std::fs::remove_file(&suite.log).unwrap();
     suite.run("--resume");
     assert!(suite.log_lines().is_empty(), "no peer process was started");
+}
+
+/// With peers that take part, a case's calls alternate in slices: every
+/// tool prepares the case, then each times one slice in turn (after one
+/// untimed call), `rounds` times, then each reports; the run file keeps each
+/// tool's slice medians.
+#[test]
+fn suite_alternates_slices_of_a_case_between_gnnkern_and_the_peers() {
+    let suite = FakePeerSuite::new(
+        "suite-slices",
+        r#"["dgl", "torch_sparse"]"#,
+        r#"["copy_u_sum", "u_dot_v"]"#,
+        "[8]",
+        r#"#!/bin/sh
+name=$3
+while IFS= read -r line; do
+  case "$line" in
+    *'"prepare"'*)
+      op=$(echo "$line" | sed 's/.*"op":"\([^"]*\)".*/\1/')
+      dim=$(echo "$line" | sed 's/.*"dim":\([0-9]*\).*/\1/')
+      echo "$name prepare $op" >> "$FAKE_PEER_LOG"
+      echo "{\"prepared\": \"u|$op|d$dim|h0|t1\"}" ;;
+    *'"calls"'*)
+      n=$(echo "$line" | sed 's/.*"calls":\([0-9]*\).*/\1/')
+      u=$(echo "$line" | sed 's/.*"untimed":\([0-9]*\).*/\1/')
+      echo "$name calls $u+$n" >> "$FAKE_PEER_LOG"
+      t=""; i=0; while [ $i -lt $n ]; do t="$t${t:+, }2.0"; i=$((i+1)); done
+      echo "{\"times_ms\": [$t]}" ;;
+    *'"finish"'*)
+      echo "$name finish" >> "$FAKE_PEER_LOG"
+      echo "{\"tool\": \"$name\", \"op\": \"$op\", \"graph\": \"u\", \"nodes\": 200, \"dst_nodes\": 200, \"edges\": 1500, \"dim\": $dim, \"heads\": null, \"threads\": 1, \"backend\": \"$name\", \"isa\": \"fake\", \"reps\": 4, \"median_ms\": 2.0, \"min_ms\": 2.0, \"max_ms\": 2.0, \"flops\": 1, \"gflops\": 1.0, \"model_bytes\": 1, \"gbps\": 1.0, \"pct_of_triad\": null, \"peak_rss_mb\": null, \"out_shape\": [200, $dim], \"checksum\": 0.0, \"checksum_abs\": 0.0, \"machine\": {\"cpu\": \"fake\", \"vendor\": \"fake\", \"cores\": 2}}" ;;
+  esac
+done
+"#,
+    );
+    let text = std::fs::read_to_string(&suite.suites).unwrap().replace("reps = 1\n", "reps = 4\nrounds = 3\n");
+    std::fs::write(&suite.suites, text).unwrap();
+    let run = suite.run("--out");
+    assert!(run.skipped.is_empty(), "{:?}", run.skipped);
+    let mut expected = Vec::new();
+    for op in ["copy_u_sum", "u_dot_v"] {
+        expected.extend([format!("dgl prepare {op}"), format!("torch_sparse prepare {op}")]);
+        for n in [2, 1, 1] {
+            expected.extend([format!("dgl calls 1+{n}"), format!("torch_sparse calls 1+{n}")]);
+        }
+        expected.extend(["dgl finish".to_string(), "torch_sparse finish".to_string()]);
+    }
+    assert_eq!(suite.log_lines(), expected);
+    assert_eq!(run.results.len(), 6);
+    for r in &run.results {
+        let slices = r.slice_medians_ms.as_ref().unwrap_or_else(|| panic!("{} {}: no slices", r.tool, r.op));
+        assert_eq!(slices.len(), 3, "{} {}", r.tool, r.op);
+        if r.tool == "gnnkern" {
+            assert_eq!(r.reps, 4);
+            assert!(slices.iter().all(|&ms| ms > 0.0 && ms <= r.max_ms));
+        } else {
+            assert_eq!(slices, &[2.0, 2.0, 2.0]);
+        }
+    }
 }
 
 /// A peer that dies at every case is restarted twice, then given up: its

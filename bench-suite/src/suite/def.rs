@@ -33,6 +33,7 @@ pub struct CaseGroup {
     pub threads: Option<Vec<usize>>,
     pub backends: Option<Vec<String>>,
     pub reps: Option<usize>,
+    pub rounds: Option<usize>,
 }
 
 fn no_heads() -> Vec<usize> {
@@ -47,6 +48,10 @@ fn one() -> usize {
     1
 }
 
+fn five() -> usize {
+    5
+}
+
 /// One suite (`[quick]`, `[full]`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,6 +60,10 @@ pub struct SuiteDef {
     pub reps: usize,
     #[serde(default = "one")]
     pub warmup: usize,
+    /// With `--peers`: the slices a case's timed calls are split into, each
+    /// tool running one slice in turn (`suite::run`); at most `reps`.
+    #[serde(default = "five")]
+    pub rounds: usize,
     pub threads: Vec<usize>,
     pub backends: Vec<String>,
     /// Array size (MiB) of the calibration triads at the start and end of a run.
@@ -79,6 +88,8 @@ pub struct Case {
     pub backend: String,
     pub reps: usize,
     pub warmup: usize,
+    /// Slices of `reps` the tools take in turn with `--peers` (1..=reps).
+    pub rounds: usize,
 }
 
 impl Case {
@@ -108,8 +119,8 @@ impl SuiteDef {
     /// Every case, grouped by graph in order of first use (so a run loads
     /// each graph once); duplicates across groups are dropped.
     pub fn expand(&self) -> std::result::Result<Vec<Case>, String> {
-        if self.reps == 0 {
-            return Err("reps must be at least 1".into());
+        if self.reps == 0 || self.rounds == 0 {
+            return Err("reps and rounds must be at least 1".into());
         }
         let mut cases: Vec<Case> = Vec::new();
         for (i, group) in self.cases.iter().enumerate() {
@@ -130,6 +141,11 @@ impl SuiteDef {
             if threads.is_empty() || threads.contains(&0) || backends.is_empty() {
                 return Err(format!("{at}: threads and backends must be non-empty (threads >= 1)"));
             }
+            let reps = group.reps.unwrap_or(self.reps);
+            let rounds = group.rounds.unwrap_or(self.rounds);
+            if reps == 0 || rounds == 0 {
+                return Err(format!("{at}: reps and rounds must be at least 1"));
+            }
             for g in &group.graphs {
                 for op in &group.ops {
                     for &dim in &group.dims {
@@ -146,8 +162,9 @@ impl SuiteDef {
                                         heads: (h > 0).then_some(h),
                                         threads: t,
                                         backend: b.clone(),
-                                        reps: group.reps.unwrap_or(self.reps),
+                                        reps,
                                         warmup: self.warmup,
+                                        rounds: rounds.min(reps),
                                     };
                                     if !cases.iter().any(|c| c.key() == case.key() && c.backend == case.backend) {
                                         cases.push(case);

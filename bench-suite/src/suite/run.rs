@@ -8,8 +8,8 @@ use crate::error::{BenchError, Result};
 use crate::graphs::BenchGraph;
 use crate::machine::{Machine, git_rev, repo_root, unix_now, utc_date_time};
 use crate::opspec::{BenchOp, shapes};
-use crate::runfile::{RunFile, SCHEMA_VERSION, Skipped, read_json, write_json_atomic};
-use crate::runner::{OpRequest, run_op};
+use crate::runfile::{OpResult, RunFile, SCHEMA_VERSION, Skipped, read_json, write_json_atomic};
+use crate::runner::{OpRequest, PreparedOp};
 use crate::triad::{self, MachineFile};
 use crate::{model, peers};
 use gnnkern::threads::Pinning;
@@ -172,37 +172,90 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
             },
             _ => None,
         };
-        // Case by case, gnnkern then each peer: a tool's time and the peers'
-        // for the same case are measured seconds apart, not a graph's whole
-        // list of cases apart (minutes on the 2^24-edge graphs, in which a
-        // shared VM's memory speed has moved 2.8x: docs/BENCHMARKS.md, "Peers").
+        // Case by case, and within a case slice by slice: gnnkern and every
+        // peer prepare the case, then take turns timing a slice of its calls.
+        // Timing a tool's whole case and then the peers' (runs up to
+        // 2ffab2f) left the VM's fast and slow stretches, which last a
+        // hundred to a thousand calls, free to fall on one tool's calls and
+        // not the other's: docs/BENCHMARKS.md, "Peers".
         for c in gcases {
+            let mut tools = Vec::new();
             if !is_done(&run, c, "gnnkern") {
                 bar.set_message(c.key());
-                match run_case(&graph, c, &machine, &triad, pinning) {
-                    Ok(mut r) => {
-                        r.graph = c.graph.clone();
-                        run.results.push(r);
+                match prepare_case(&graph, c, pinning) {
+                    Ok(op) => tools.push(Contender::Ours(Box::new(op))),
+                    Err(reason) => {
+                        run.skipped.push(Skipped { case: c.key(), tool: "gnnkern".into(), reason });
+                        bar.inc(1);
                     }
-                    Err(reason) => run.skipped.push(Skipped { case: c.key(), tool: "gnnkern".into(), reason }),
                 }
-                write_json_atomic(&path, &run)?;
+            }
+            if let (Some(python), Some(dir)) = (&python, &dir) {
+                for (i, peer) in peers.iter_mut().enumerate() {
+                    if is_done(&run, c, &peer.name) {
+                        continue;
+                    }
+                    bar.set_message(format!("{} {}", peer.name, c.key()));
+                    match peer.prepare(python, &script, max_threads, dir, c) {
+                        Ok(()) => tools.push(Contender::Peer(i)),
+                        Err(skip) => {
+                            run.skipped.push(skip);
+                            bar.inc(1);
+                        }
+                    }
+                    std::thread::sleep(PEER_SETTLE);
+                }
+            }
+            // Alone, a tool times its calls in one slice, as `op` does.
+            let alternate = tools.len() > 1;
+            let slices = if alternate { slices(c.reps, c.rounds) } else { vec![c.reps] };
+            let untimed = usize::from(alternate);
+            for (round, &timed) in slices.iter().enumerate() {
+                bar.set_message(format!("{} (slice {} of {})", c.key(), round + 1, slices.len()));
+                let mut kept = Vec::with_capacity(tools.len());
+                for mut tool in tools.drain(..) {
+                    let failed = match &mut tool {
+                        Contender::Ours(op) => op.time_slice(untimed, timed).err().map(|e| Skipped {
+                            case: c.key(),
+                            tool: "gnnkern".into(),
+                            reason: e.to_string(),
+                        }),
+                        Contender::Peer(i) => {
+                            let failed = peers[*i].calls(c, untimed, timed).err();
+                            std::thread::sleep(PEER_SETTLE);
+                            failed
+                        }
+                    };
+                    match failed {
+                        Some(skip) => {
+                            run.skipped.push(skip);
+                            bar.inc(1);
+                        }
+                        None => kept.push(tool),
+                    }
+                }
+                tools = kept;
+            }
+            for tool in tools {
+                match tool {
+                    Contender::Ours(op) => match op.finish(&machine, Some(&triad)) {
+                        Ok(outcome) => {
+                            let mut r = outcome.result;
+                            r.graph = c.graph.clone();
+                            run.results.push(r);
+                        }
+                        Err(e) => {
+                            run.skipped.push(Skipped { case: c.key(), tool: "gnnkern".into(), reason: e.to_string() })
+                        }
+                    },
+                    Contender::Peer(i) => match peers[i].finish(c) {
+                        Ok(r) => run.results.push(with_our_model(r, &graph, &triad)),
+                        Err(skip) => run.skipped.push(skip),
+                    },
+                }
                 bar.inc(1);
             }
-            let (Some(python), Some(dir)) = (&python, &dir) else { continue };
-            for peer in &mut peers {
-                if is_done(&run, c, &peer.name) {
-                    continue;
-                }
-                bar.set_message(format!("{} {}", peer.name, c.key()));
-                match peer.run(python, &script, max_threads, dir, c) {
-                    Ok(r) => run.results.push(with_our_model(r, &graph, &triad)),
-                    Err(skip) => run.skipped.push(skip),
-                }
-                write_json_atomic(&path, &run)?;
-                bar.inc(1);
-                std::thread::sleep(PEER_SETTLE);
-            }
+            write_json_atomic(&path, &run)?;
         }
     }
     drop(peers);
@@ -222,6 +275,20 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
 /// calls, which gnnkern's timed trials measure.
 const PEER_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// A tool taking part in a case: gnnkern's prepared op, or a peer (an
+/// index into the suite's peers) with the case prepared.
+enum Contender<'g> {
+    Ours(Box<PreparedOp<'g>>),
+    Peer(usize),
+}
+
+/// How `reps` timed calls split into `rounds` slices (1 <= rounds <= reps):
+/// as evenly as possible, the longer slices first.
+fn slices(reps: usize, rounds: usize) -> Vec<usize> {
+    let rounds = rounds.clamp(1, reps.max(1));
+    (0..rounds).map(|i| reps / rounds + usize::from(i < reps % rounds)).collect()
+}
+
 /// A peer and its server process, started at its first case and restarted
 /// after a failure (the failed case is recorded as skipped with the error),
 /// up to [`PEER_FAILURES_IN_A_ROW`] failures in a row.
@@ -232,6 +299,8 @@ struct Peer {
     failures: usize,
     /// The last failure, once the peer has failed too often in a row.
     given_up: Option<String>,
+    /// The prepared case's slice medians (ms).
+    slice_medians: Vec<f64>,
 }
 
 /// Failures in a row after which the suite stops restarting a peer and
@@ -242,43 +311,80 @@ const PEER_FAILURES_IN_A_ROW: usize = 3;
 
 impl Peer {
     fn new(name: &str) -> Peer {
-        Peer { name: name.to_string(), server: None, failures: 0, given_up: None }
+        Peer { name: name.to_string(), server: None, failures: 0, given_up: None, slice_medians: Vec::new() }
     }
 
-    /// Times `case` on this peer: its result or its skip.
-    fn run(
+    /// Prepares `case` on this peer, starting its process if none runs.
+    fn prepare(
         &mut self,
         python: &Path,
         script: &Path,
         max_threads: usize,
         dir: &Path,
         case: &Case,
-    ) -> std::result::Result<crate::runfile::OpResult, Skipped> {
-        let skipped = |reason: String| Skipped { case: case.key(), tool: self.name.clone(), reason };
+    ) -> std::result::Result<(), Skipped> {
         if let Some(last) = &self.given_up {
-            return Err(skipped(format!(
-                "not run: the peer failed {PEER_FAILURES_IN_A_ROW} times in a row; last: {last}"
-            )));
+            return Err(self.skipped(
+                case,
+                format!("not run: the peer failed {PEER_FAILURES_IN_A_ROW} times in a row; last: {last}"),
+            ));
         }
-        let answer = match &mut self.server {
-            Some(s) => s.run(dir, case),
-            None => peers::PeerServer::start(python, script, &self.name, max_threads)
-                .and_then(|s| self.server.insert(s).run(dir, case)),
+        self.slice_medians.clear();
+        if self.server.is_none() {
+            match peers::PeerServer::start(python, script, &self.name, max_threads) {
+                Ok(s) => self.server = Some(s),
+                Err(e) => return Err(self.failure(case, e)),
+            }
+        }
+        self.exchange(case, |s| s.prepare(dir, case))
+    }
+
+    /// Times a slice of the prepared case's calls.
+    fn calls(&mut self, case: &Case, untimed: usize, timed: usize) -> std::result::Result<(), Skipped> {
+        let times = self.exchange(case, |s| s.calls(untimed, timed))?;
+        self.slice_medians.push(crate::runner::median(&times));
+        Ok(())
+    }
+
+    /// The prepared case's result, with its slice medians when it had more than one slice.
+    fn finish(&mut self, case: &Case) -> std::result::Result<OpResult, Skipped> {
+        let mut r = self.exchange(case, peers::PeerServer::finish)?;
+        if self.slice_medians.len() > 1 {
+            r.slice_medians_ms = Some(std::mem::take(&mut self.slice_medians));
+        }
+        Ok(r)
+    }
+
+    /// One exchange with the running server: its answer or its skip; a
+    /// failed process is dropped (restarted at the next case) and counted.
+    fn exchange<T>(
+        &mut self,
+        case: &Case,
+        f: impl FnOnce(&mut peers::PeerServer) -> Result<peers::Answer<T>>,
+    ) -> std::result::Result<T, Skipped> {
+        let Some(server) = self.server.as_mut() else {
+            return Err(self.skipped(case, "the peer's process is not running".into()));
         };
-        match answer {
+        match f(server) {
             Ok(answer) => {
                 self.failures = 0;
                 answer
             }
-            Err(e) => {
-                self.server = None;
-                self.failures += 1;
-                if self.failures >= PEER_FAILURES_IN_A_ROW {
-                    self.given_up = Some(e.to_string());
-                }
-                Err(skipped(e.to_string()))
-            }
+            Err(e) => Err(self.failure(case, e)),
         }
+    }
+
+    fn failure(&mut self, case: &Case, e: BenchError) -> Skipped {
+        self.server = None;
+        self.failures += 1;
+        if self.failures >= PEER_FAILURES_IN_A_ROW {
+            self.given_up = Some(e.to_string());
+        }
+        self.skipped(case, e.to_string())
+    }
+
+    fn skipped(&self, case: &Case, reason: String) -> Skipped {
+        Skipped { case: case.key(), tool: self.name.clone(), reason }
     }
 }
 
@@ -346,13 +452,8 @@ fn mem_available() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
 }
 
-fn run_case(
-    graph: &BenchGraph,
-    c: &Case,
-    machine: &Machine,
-    triad: &MachineFile,
-    pinning: Pinning,
-) -> std::result::Result<crate::runfile::OpResult, String> {
+/// Prepares `c` on gnnkern, or says why it cannot run.
+fn prepare_case<'g>(graph: &'g BenchGraph, c: &Case, pinning: Pinning) -> std::result::Result<PreparedOp<'g>, String> {
     let op = BenchOp::parse(&c.op).map_err(|e| e.to_string())?;
     let s = shapes(&op, graph.dims(), c.dim, c.heads).map_err(|e| e.to_string())?;
     let tensor_bytes = 4
@@ -382,7 +483,7 @@ fn run_case(
         rhs: None,
         keep_output: false,
     };
-    run_op(graph, &req, machine, Some(triad)).map(|o| o.result).map_err(|e| e.to_string())
+    PreparedOp::new(graph, &req).map_err(|e| e.to_string())
 }
 
 /// Recomputes a peer result's FLOPs, model bytes and rates with the Rust
@@ -404,4 +505,19 @@ fn with_our_model(
     r.gbps = cost.bytes as f64 / secs / 1e9;
     r.pct_of_triad = triad.gbps(r.threads).map(|t| 100.0 * r.gbps / t);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slices;
+
+    #[test]
+    fn slices_split_the_reps_evenly_longer_first() {
+        assert_eq!(slices(5, 5), [1, 1, 1, 1, 1]);
+        assert_eq!(slices(4, 3), [2, 1, 1]);
+        assert_eq!(slices(2000, 20), [100; 20]);
+        assert_eq!(slices(7, 1), [7]);
+        // More rounds than calls: one call per slice.
+        assert_eq!(slices(2, 5), [1, 1]);
+    }
 }
