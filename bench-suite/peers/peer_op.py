@@ -28,8 +28,9 @@ line, and exits at end of input:
       calls, then reps timed ones; answers the result.
   {"prepare": CASE}               makes the case's inputs and function, runs its warmup calls;
                                   answers {"prepared": KEY}. It replaces any prepared case.
-  {"calls": N, "untimed": U}      U untimed calls of the prepared case, then N timed ones;
-                                  answers {"times_ms": [...]}.
+  {"calls": N, "untimed": U, "warm_ms": W}
+                                  untimed calls of the prepared case, at least U and more until
+                                  W ms have passed, then N timed ones; answers {"times_ms": [...]}.
   {"finish": true}                answers the result over every timed call and drops the case.
 `gnnkern-bench suite --peers` prepares a case on gnnkern and on each peer, then alternates slices
 of calls between them. Torch is imported once and the last graph stays loaded. --threads sets
@@ -506,18 +507,22 @@ class Prepared:
         self.times, self.out = [], None
         self.calls(case.get("warmup", 1), 0)
 
-    def calls(self, untimed, timed):
-        """`untimed` calls, then `timed` timed ones; returns the timed calls' times (ms)."""
+    def calls(self, untimed, timed, warm_ms=0.0):
+        """Untimed calls (at least `untimed`, more until `warm_ms` have passed), then `timed` timed
+        ones; returns the timed calls' times (ms)."""
         self.torch.set_num_threads(self.threads)
         times = []
         with self.torch.no_grad():
-            for i in range(untimed + timed):
+            warm_start, done = time.perf_counter(), 0
+            while done < untimed or (time.perf_counter() - warm_start) * 1e3 < warm_ms:
+                self.out = None
+                self.out = self.fn()
+                done += 1
+            for _ in range(timed):
                 self.out = None
                 t = time.perf_counter()
                 self.out = self.fn()
-                elapsed = (time.perf_counter() - t) * 1e3
-                if i >= untimed:
-                    times.append(elapsed)
+                times.append((time.perf_counter() - t) * 1e3)
         self.times.extend(times)
         return times
 
@@ -593,7 +598,8 @@ def main():
                 if prepared is None:
                     raise RuntimeError("no case is prepared")
                 if "calls" in request:
-                    line = {"times_ms": prepared.calls(request.get("untimed", 0), request["calls"])}
+                    line = {"times_ms": prepared.calls(request.get("untimed", 0), request["calls"],
+                                                                request.get("warm_ms", 0.0))}
                 else:
                     line, prepared, prepared_key = prepared.result(), None, None
             except RuntimeError as e:  # e.g. out of memory inside torch: report, go on serving

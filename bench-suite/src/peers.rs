@@ -14,6 +14,7 @@
 
 use crate::error::{BenchError, Result};
 use crate::runfile::{OpResult, Skipped};
+use crate::runner::Warm;
 use crate::suite::def::Case;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
@@ -50,7 +51,7 @@ struct PeerCase<'a> {
 #[serde(untagged)]
 enum Request<'a> {
     Prepare { prepare: PeerCase<'a> },
-    Calls { calls: usize, untimed: usize },
+    Calls { calls: usize, untimed: usize, warm_ms: f64 },
     Finish { finish: bool },
 }
 
@@ -140,10 +141,10 @@ impl PeerServer {
         }
     }
 
-    /// Runs `untimed` calls of the prepared case, then `timed` timed ones;
+    /// Runs the `warm` calls of the prepared case, then `timed` timed ones;
     /// returns their times (ms).
-    pub fn calls(&mut self, untimed: usize, timed: usize) -> Result<Answer<Vec<f64>>> {
-        match self.request(&Request::Calls { calls: timed, untimed })? {
+    pub fn calls(&mut self, warm: Warm, timed: usize) -> Result<Answer<Vec<f64>>> {
+        match self.request(&Request::Calls { calls: timed, untimed: warm.calls, warm_ms: warm.ms })? {
             PeerLine::Times { times_ms } if times_ms.len() == timed => Ok(Ok(times_ms)),
             PeerLine::Skipped { case, skipped } => Ok(Err(self.skip(case, skipped))),
             _ => Err(self.failed(format!("did not answer {timed} call times"))),
@@ -172,7 +173,11 @@ impl PeerServer {
             None => Err(std::io::Error::other("its input is closed")),
         };
         if let Err(e) = sent {
-            return Err(self.failed(format!("sending the request: {e}")));
+            // A process that died before reading (a failed import) closed
+            // its input: say that, not the broken pipe it left.
+            let exited = e.kind() == std::io::ErrorKind::BrokenPipe || matches!(self.child.try_wait(), Ok(Some(_)));
+            let what = if exited { "exited before answering".into() } else { format!("sending the request: {e}") };
+            return Err(self.failed(what));
         }
         let mut line = String::new();
         loop {
@@ -297,10 +302,10 @@ esac"#,
         );
         let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();
         server.prepare(Path::new("/graph"), &case("copy_u_sum")).unwrap().unwrap();
-        assert_eq!(server.calls(1, 2).unwrap().unwrap(), [1.5, 2.5]);
+        assert_eq!(server.calls(Warm { calls: 1, ms: 50.0 }, 2).unwrap().unwrap(), [1.5, 2.5]);
         let skipped = server.finish().unwrap().unwrap_err();
         assert_eq!(skipped.reason, "RuntimeError: out of memory");
-        let err = server.calls(0, 3).unwrap_err().to_string();
+        let err = server.calls(Warm::default(), 3).unwrap_err().to_string();
         assert!(err.contains("did not answer 3 call times"), "{err}");
 
         let mut server = PeerServer::start(&python, Path::new("peer_op.py"), "dgl", 2).unwrap();

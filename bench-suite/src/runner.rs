@@ -56,7 +56,7 @@ pub fn run_op(
     triad: Option<&MachineFile>,
 ) -> Result<OpOutcome> {
     let mut op = PreparedOp::new(graph, req)?;
-    op.time_slice(0, req.reps)?;
+    op.time_slice(Warm::default(), req.reps)?;
     op.finish(machine, triad)
 }
 
@@ -131,13 +131,7 @@ impl<'g> PreparedOp<'g> {
         let mut op = PreparedOp {
             graph,
             // The explicit inputs live on in `lhs` and `rhs`.
-            req: OpRequest {
-                op: req.op.clone(),
-                backend: req.backend.clone(),
-                lhs: None,
-                rhs: None,
-                ..*req
-            },
+            req: OpRequest { op: req.op.clone(), backend: req.backend.clone(), lhs: None, rhs: None, ..*req },
             shapes,
             cost,
             pool,
@@ -155,16 +149,18 @@ impl<'g> PreparedOp<'g> {
         // The SIMD backend times its first calls of a large op to choose between
         // the plain and the blocked pass (edge softmax: between its two schemes):
         // the timed calls start once it decided.
-        op.calls(req.warmup.max(gnnkern::backend::simd::trials::CALLS_TO_DECIDE), 0)?;
+        let calls = req.warmup.max(gnnkern::backend::simd::trials::CALLS_TO_DECIDE);
+        op.calls(Warm { calls, ms: 0.0 }, 0)?;
         Ok(op)
     }
 
-    /// Runs `untimed` calls, then times `timed` calls (at least one call
+    /// Runs the `warm` calls, then times `timed` calls (at least one call
     /// runs); returns the timed calls' times (ms), which `finish` counts.
-    /// A slice that follows another tool's starts with an untimed call:
-    /// that call pays for the caches the other tool left full of its data.
-    pub fn time_slice(&mut self, untimed: usize, timed: usize) -> Result<Vec<f64>> {
-        let times = self.calls(untimed, timed)?;
+    /// A slice that follows another tool's starts warm: its untimed calls
+    /// pay for the caches the other tool left full of its data and for the
+    /// cores' idle time (`suite::run`'s `SLICE_WARM`).
+    pub fn time_slice(&mut self, warm: Warm, timed: usize) -> Result<Vec<f64>> {
+        let times = self.calls(warm, timed)?;
         if !times.is_empty() {
             self.slice_medians.push(median(&times));
             self.times.extend_from_slice(&times);
@@ -172,9 +168,9 @@ impl<'g> PreparedOp<'g> {
         Ok(times)
     }
 
-    fn calls(&mut self, untimed: usize, timed: usize) -> Result<Vec<f64>> {
+    fn calls(&mut self, warm: Warm, timed: usize) -> Result<Vec<f64>> {
         let inputs = Inputs { shapes: &self.shapes, lhs: &self.lhs, rhs: &self.rhs, grad_out: &self.grad_out };
-        let calls = Calls { exec: &self.exec, op: &self.req.op, inputs: &inputs, untimed, timed };
+        let calls = Calls { exec: &self.exec, op: &self.req.op, inputs: &inputs, warm, timed };
         let (graph, out) = (self.graph, &mut self.out);
         let (times, backend, pass) = self
             .pool
@@ -255,16 +251,24 @@ struct Inputs<'a> {
     grad_out: &'a [f32],
 }
 
+/// The untimed calls before a slice's timed ones: at least `calls` of
+/// them, and more until `ms` milliseconds have passed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Warm {
+    pub calls: usize,
+    pub ms: f64,
+}
+
 struct Calls<'a> {
     exec: &'a Exec,
     op: &'a BenchOp,
     inputs: &'a Inputs<'a>,
-    untimed: usize,
+    warm: Warm,
     timed: usize,
 }
 
-/// `untimed` calls, then `timed` timed calls (one untimed call if both are
-/// 0); returns the times (ms), the backend that ran (`None` if gnnkern did
+/// The `warm` calls, then `timed` timed calls (one untimed call if there
+/// would be no call at all); returns the times (ms), the backend that ran (`None` if gnnkern did
 /// not report one) and, for the SIMD backend's g-SpMM / g-SDDMM / edge
 /// softmax and the max/min backward, the pass of the last call.
 fn time_calls<I: Index>(
@@ -275,14 +279,17 @@ fn time_calls<I: Index>(
 ) -> gnnkern::Result<(Vec<f64>, Option<BackendKind>, Option<String>)> {
     let mut backend = None;
     let mut times = Vec::with_capacity(t.timed);
-    let untimed = if t.untimed + t.timed == 0 { 1 } else { t.untimed };
-    for i in 0..untimed + t.timed {
+    let min_untimed = if t.warm.calls + t.timed == 0 { 1 } else { t.warm.calls };
+    let warm_start = Instant::now();
+    let mut untimed = 0;
+    while untimed < min_untimed || warm_start.elapsed().as_secs_f64() * 1e3 < t.warm.ms {
+        backend = run_once(t.exec, g, t.op, t.inputs, args.arg_e.as_deref(), args.arg_out.as_deref_mut(), out)?;
+        untimed += 1;
+    }
+    for _ in 0..t.timed {
         let start = Instant::now();
         backend = run_once(t.exec, g, t.op, t.inputs, args.arg_e.as_deref(), args.arg_out.as_deref_mut(), out)?;
-        let elapsed = start.elapsed().as_secs_f64() * 1e3;
-        if i >= untimed {
-            times.push(elapsed);
-        }
+        times.push(start.elapsed().as_secs_f64() * 1e3);
     }
     let pass = match (backend, t.op.family) {
         (

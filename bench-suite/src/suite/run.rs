@@ -9,7 +9,7 @@ use crate::graphs::BenchGraph;
 use crate::machine::{Machine, git_rev, repo_root, unix_now, utc_date_time};
 use crate::opspec::{BenchOp, shapes};
 use crate::runfile::{OpResult, RunFile, SCHEMA_VERSION, Skipped, read_json, write_json_atomic};
-use crate::runner::{OpRequest, PreparedOp};
+use crate::runner::{OpRequest, PreparedOp, Warm};
 use crate::triad::{self, MachineFile};
 use crate::{model, peers};
 use gnnkern::threads::Pinning;
@@ -209,19 +209,19 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
             // Alone, a tool times its calls in one slice, as `op` does.
             let alternate = tools.len() > 1;
             let slices = if alternate { slices(c.reps, c.rounds) } else { vec![c.reps] };
-            let untimed = usize::from(alternate);
+            let warm = if alternate { SLICE_WARM } else { Warm::default() };
             for (round, &timed) in slices.iter().enumerate() {
                 bar.set_message(format!("{} (slice {} of {})", c.key(), round + 1, slices.len()));
                 let mut kept = Vec::with_capacity(tools.len());
                 for mut tool in tools.drain(..) {
                     let failed = match &mut tool {
-                        Contender::Ours(op) => op.time_slice(untimed, timed).err().map(|e| Skipped {
+                        Contender::Ours(op) => op.time_slice(warm, timed).err().map(|e| Skipped {
                             case: c.key(),
                             tool: "gnnkern".into(),
                             reason: e.to_string(),
                         }),
                         Contender::Peer(i) => {
-                            let failed = peers[*i].calls(c, untimed, timed).err();
+                            let failed = peers[*i].calls(c, warm, timed).err();
                             std::thread::sleep(PEER_SETTLE);
                             failed
                         }
@@ -274,6 +274,14 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
 /// machine a spinning worker would take a core from the next case's first
 /// calls, which gnnkern's timed trials measure.
 const PEER_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The untimed calls that start a slice after another tool's: at least
+/// one, which pays for the caches the other tool filled, and more until
+/// 100 ms have passed. One call was not enough on the Zen 4 VM: alternating
+/// with the peers, gnnkern's 2 ms RMAT 2^20 copy_u_sum d = 32 took 4.5 ms
+/// (alone: 2.0-2.6 ms; peers' OpenMP waits passive, so not their spinning),
+/// perf-reports/ablation/2026-11-30_zen4_slice-warmup.tsv.
+const SLICE_WARM: Warm = Warm { calls: 1, ms: 100.0 };
 
 /// A tool taking part in a case: gnnkern's prepared op, or a peer (an
 /// index into the suite's peers) with the case prepared.
@@ -340,8 +348,8 @@ impl Peer {
     }
 
     /// Times a slice of the prepared case's calls.
-    fn calls(&mut self, case: &Case, untimed: usize, timed: usize) -> std::result::Result<(), Skipped> {
-        let times = self.exchange(case, |s| s.calls(untimed, timed))?;
+    fn calls(&mut self, case: &Case, warm: Warm, timed: usize) -> std::result::Result<(), Skipped> {
+        let times = self.exchange(case, |s| s.calls(warm, timed))?;
         self.slice_medians.push(crate::runner::median(&times));
         Ok(())
     }
