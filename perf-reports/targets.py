@@ -15,7 +15,9 @@ only on the graph, the op's shapes, the threads and the cache size, so
 run files written before the model existed, or before a fix to it) and
 recomputes the percentages with each run's own times.
 
-Each miss also says what the target would take: the time it needs and, where
+Where the run alternated the tools' calls in slices (`slice_medians_ms`), each
+miss also gives the range of its slice pairs' ratios. Each miss also says what
+the target would take: the time it needs and, where
 the run file has the case's traversal bytes, that time as a percentage of
 triad against the traversal model. Above 100 %, the target asks the plain
 pass's order to move the lines the model counts faster than the machine
@@ -41,10 +43,13 @@ def check(path, traversal_from=None):
     if traversal_from:
         fill_traversal(run, traversal_from)
     times = collections.defaultdict(dict)
+    slices = collections.defaultdict(dict)
     ours = {}
     for r in run["results"]:
         case = (r["graph"], r["op"], r["dim"], r["heads"] or 0)
         times[case][r["tool"]] = r["median_ms"]
+        if r.get("slice_medians_ms"):
+            slices[case][r["tool"]] = r["slice_medians_ms"]
         if r["tool"] == "gnnkern":
             ours[case] = r
     triad = {t["threads"]: t["gbps"] for t in run["triad_gbps"]}
@@ -57,7 +62,16 @@ def check(path, traversal_from=None):
             smallest[group] = min(smallest.get(group, ratio), ratio)
             if ratio < target:
                 misses.append(f"{'|'.join(map(str, case))} vs {peer}: {ratio:.2f}x (< {target}x)"
-                              + needed(ours[case], t[peer] / target))
+                              + slice_range(case, peer) + needed(ours[case], t[peer] / target))
+
+    def slice_range(case, peer):
+        # Runs that alternated the tools' calls (suite --peers from 6052c83): the ratio of each
+        # slice pair, timed seconds apart, shows whether the miss holds through the case.
+        s = slices[case]
+        if "gnnkern" not in s or peer not in s or len(s["gnnkern"]) != len(s[peer]):
+            return ""
+        pairs = [p / g for g, p in zip(s["gnnkern"], s[peer])]
+        return f", slice pairs {min(pairs):.2f}-{max(pairs):.2f}x"
 
     def needed(r, target_ms):
         # What meeting the target would take of the machine's triad, against the traffic the

@@ -461,10 +461,10 @@ def case_key(graph, op, dim, heads, threads):
 class Prepared:
     """A case made ready to time: inputs made, the peer's function built, `warmup` calls run.
 
-    `calls(untimed, timed)` runs a slice of calls and returns the timed ones' times (ms);
-    `result()` summarizes every timed call in gnnkern's schema. The suite alternates slices
-    of gnnkern and of each peer so that the tools' calls share the minutes of a shared
-    machine's memory speed (bench-suite/src/suite/run.rs).
+    `calls(untimed, timed, warm_ms)` runs a slice of calls and returns the timed ones' times
+    (ms); `result()` summarizes every timed call in gnnkern's schema. The suite alternates
+    slices of gnnkern and of each peer so that the tools' calls share a shared machine's fast
+    and slow stretches (bench-suite/src/suite/run.rs).
     """
 
     def __init__(self, torch, peer, ctx, case, m):

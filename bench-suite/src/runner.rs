@@ -65,7 +65,7 @@ pub fn run_op(
 /// [`time_slice`](Self::time_slice) times a slice of calls; [`finish`](Self::finish)
 /// summarizes every call timed. `run_op` times one slice; `suite --peers`
 /// alternates slices of gnnkern and of each peer (`suite::run`), so that the
-/// tools' calls share the minutes of a shared machine's memory speed.
+/// tools' calls share a shared machine's fast and slow stretches.
 pub struct PreparedOp<'g> {
     graph: &'g BenchGraph,
     req: OpRequest,

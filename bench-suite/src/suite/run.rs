@@ -1,7 +1,8 @@
-//! Runs a suite: loads each graph once and times its cases one by one, each
-//! on gnnkern and then (with `--peers`) on every peer, saving the run file
-//! after every case so an interrupted run keeps what it measured and
-//! `--resume` picks up where it stopped.
+//! Runs a suite: loads each graph once and times its cases one by one. With
+//! `--peers`, gnnkern and every peer prepare a case and then take turns
+//! timing slices of its calls. The run file is saved after every case, so
+//! an interrupted run keeps what it measured and `--resume` picks up where
+//! it stopped.
 
 use super::def::{Case, GraphDef, SuiteDef};
 use crate::error::{BenchError, Result};
@@ -267,12 +268,12 @@ pub fn run_suite_with(opts: &SuiteOptions, pinning: Pinning) -> Result<(RunFile,
     Ok((run, path))
 }
 
-/// How long the suite waits after a peer's case before the next case
-/// starts. The peers' OpenMP workers spin for a while after a parallel
-/// region before they sleep (libgomp, which torch and DGL both link: 300,000
-/// spins unless `GOMP_SPINCOUNT` says otherwise, milliseconds); on a 2-core
-/// machine a spinning worker would take a core from the next case's first
-/// calls, which gnnkern's timed trials measure.
+/// How long the suite waits after a peer prepared a case or timed a slice
+/// of it, before the next tool's calls. The peers' OpenMP workers spin for a
+/// while after a parallel region before they sleep (libgomp, which torch and
+/// DGL both link: 300,000 spins unless `GOMP_SPINCOUNT` says otherwise,
+/// milliseconds); on a 2-core machine a spinning worker would take a core
+/// from the next tool's calls, gnnkern's trials and slices among them.
 const PEER_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The untimed calls that start a slice after another tool's: at least
