@@ -526,9 +526,9 @@ done
 }
 
 /// With peers that take part, a case's calls alternate in slices: every
-/// tool prepares the case, then each times one slice in turn (after one
-/// untimed call), `rounds` times, then each reports; the run file keeps each
-/// tool's slice medians.
+/// tool prepares the case, then each times one slice in turn (after its
+/// untimed calls: at least one, `1+` in the log), `rounds` times, then each
+/// reports; the run file keeps each tool's slice medians.
 #[test]
 fn suite_alternates_slices_of_a_case_between_gnnkern_and_the_peers() {
     let suite = FakePeerSuite::new(
