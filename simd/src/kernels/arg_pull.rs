@@ -17,7 +17,7 @@
 //! `d`-element rows that it prefetches `Tuning::prefetch_slots` edges ahead,
 //! as the forward kernels do. It reads `E × d` arg/gradient pairs instead of
 //! touching `N × d` random elements: 36 against 57 ms on uniform 2^16 / 2^20
-//! at d = 128, 20 against 25 ms on RMAT (docs/PERFORMANCE.md, "What remains").
+//! at d = 128, 20 against 25 ms on RMAT (docs/PERFORMANCE.md, "The pull (2026-11-25)").
 //!
 //! Order: out-CSR rows are sorted by (destination, edge id), so every
 //! gradient element receives its terms in ascending destination order, the
