@@ -3,6 +3,7 @@
 //! ISA level once ([`crate::isa::active_level`]), checks its arguments, and
 //! runs one [`crate::isa::Simd::vectorize`] per worker task.
 
+mod arg_check;
 mod arg_pull;
 mod arg_scatter;
 mod blocked;
@@ -15,6 +16,7 @@ mod softmax_ranges;
 mod spmm;
 mod staged;
 
+pub use arg_check::first_bad_arg_row;
 pub use arg_pull::arg_pull;
 pub use arg_scatter::{arg_scatter, arg_scatter_may_help};
 pub use blocked::BlockedCsr;
