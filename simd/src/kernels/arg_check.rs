@@ -5,13 +5,14 @@
 //! The check is one random `edge_dst[e]` lookup per element (8 M at 2^16
 //! destinations × 128), so what decides its speed is how many lookups are
 //! in flight. An element-by-element scan, whose branches hang on each
-//! loaded destination, kept a quarter of copy_u_max_backward's time on
+//! loaded destination, took a quarter of copy_u_max_backward's time on
 //! RMAT 2^16 / 2^20 at d = 128 on the Zen 4 VM; with `i32` ids this screen
 //! checks and looks up a vector of ids at once ([`Simd::edge_offsets`]: one
-//! `vpgatherdd` per 16 lanes on AVX-512), 7.9–9.3 against 5.3 ms in a
-//! probe (docs/PERFORMANCE.md, "What remains"). It only names the first bad
-//! row; the caller words the error from its own element-by-element check of
-//! that row.
+//! `vpgatherdd` per 16 lanes on AVX-512): 7.9–9.3 against 5.3 ms in a
+//! probe, and the op 1.11× (RMAT) and 1.30× (uniform) faster end to end
+//! (docs/PERFORMANCE.md, "Max/min backward: scatter or pull"). It only
+//! names the first bad row; the caller words the error from its own
+//! element-by-element check of that row.
 
 use crate::Index;
 use crate::isa::{Simd, Task};
