@@ -15,6 +15,7 @@
 //! element-by-element check of that row.
 
 use crate::Index;
+use crate::error::KernelError;
 use crate::isa::{Simd, Task};
 
 /// Lane offsets per vector in the screen: `edge_offsets` with rows of
@@ -28,10 +29,8 @@ const ROW_STRIDE: usize = 16;
 /// `edge_dst[e]` is the destination of edge `e`, below `num_dst`.
 ///
 /// Runs on the calling thread at the active ISA level; callers split the
-/// rows among workers.
-///
-/// # Panics
-/// If a row of `rows` lies past the end of `arg_e`.
+/// rows among workers. A row of `rows` past the end of `arg_e` is a typed
+/// error.
 pub fn first_bad_arg_row<I: Index>(
     edge_dst: &[I],
     num_dst: usize,
@@ -39,10 +38,13 @@ pub fn first_bad_arg_row<I: Index>(
     row_len: usize,
     rows: std::ops::Range<usize>,
     has_in_edges: impl Fn(usize) -> bool,
-) -> Option<usize> {
-    assert!(rows.end * row_len <= arg_e.len(), "arg_e rows {rows:?} of {row_len} past {} ids", arg_e.len());
+) -> Result<Option<usize>, KernelError> {
+    let needed = rows.end.saturating_mul(row_len);
+    if needed > arg_e.len() {
+        return Err(KernelError { what: "arg_e ids (the rows screened)", expected: needed, actual: arg_e.len() });
+    }
     let screen = Screen { edge_dst, num_dst, arg_e, row_len, rows, has_in_edges };
-    crate::isa::with_token(crate::isa::active_level(), Enter(screen))
+    Ok(crate::isa::with_token(crate::isa::active_level(), Enter(screen)))
 }
 
 struct Screen<'a, I: Index, F> {
@@ -173,10 +175,13 @@ mod tests {
                             first_bad_arg_row(&dst32, num_dst, &arg32, row_len, rows.clone(), has)
                         });
                         let what = format!("row_len {row_len}, rows {rows:?}, {level:?}");
-                        assert_eq!(got64.unwrap(), want, "i64, {what}");
-                        assert_eq!(got32.unwrap(), want, "i32, {what}");
+                        assert_eq!(got64.unwrap().unwrap(), want, "i64, {what}");
+                        assert_eq!(got32.unwrap().unwrap(), want, "i32, {what}");
                     }
                 }
+                // Rows past the end of `arg_e`: a typed error, not a panic.
+                let past = first_bad_arg_row(&edge_dst, num_dst, arg_e, row_len, 0..num_dst + 1, |_| true);
+                assert_eq!(past.unwrap_err().expected, (num_dst + 1) * row_len);
             }
         }
     }

@@ -158,8 +158,12 @@ fn check_arg_e<I: Index>(graph: &Graph<I>, arg_e: &[I], out_len: usize) -> Resul
         // The vector screen finds the first bad row; the element-by-element
         // check words the error from there on.
         let has_in_edges = |v: usize| !csr.row_range(v).is_empty();
-        let bad = kernels::first_bad_arg_row(dst, graph.num_dst(), arg_e, out_len, rows.clone(), has_in_edges)?;
-        (bad..rows.end).find_map(|v| check_row(v, &arg_e[v * out_len..(v + 1) * out_len]))
+        match kernels::first_bad_arg_row(dst, graph.num_dst(), arg_e, out_len, rows.clone(), has_in_edges) {
+            Ok(None) => None,
+            Ok(Some(bad)) => (bad..rows.end).find_map(|v| check_row(v, &arg_e[v * out_len..(v + 1) * out_len])),
+            // Not reached: the rows are whole rows of `arg_e`, whose length is checked above.
+            Err(e) => Some(Error::from(e)),
+        }
     });
     first_bad.map_or(Ok(()), Err)
 }
