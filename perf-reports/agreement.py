@@ -33,7 +33,8 @@ def relative_difference(a, b):
 
 def pairs(path):
     """[(peer, case, relative difference)] of one run file."""
-    results = json.load(open(path))["results"]
+    with open(path) as f:
+        results = json.load(f)["results"]
     ours = collections.defaultdict(list)
     for r in results:
         if r["tool"] == "gnnkern":

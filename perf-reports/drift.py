@@ -24,7 +24,8 @@ PEERS = ("dgl", "torch_sparse")
 
 def medians(path):
     """{(tool, op, graph, dim, heads): median ms} of a run's forward results."""
-    run = json.load(open(path))
+    with open(path) as f:
+        run = json.load(f)
     return {
         (r["tool"], r["op"], r["graph"], r["dim"], r.get("heads") or 0): r["median_ms"]
         for r in run["results"]

@@ -39,7 +39,8 @@ BLOCK = ("sampled block vs DGL", "dgl", 1.0)
 
 
 def check(path, traversal_from=None):
-    run = json.load(open(path))
+    with open(path) as f:
+        run = json.load(f)
     if traversal_from:
         fill_traversal(run, traversal_from)
     times = collections.defaultdict(dict)
@@ -97,7 +98,8 @@ def check(path, traversal_from=None):
 
 
 def fill_traversal(run, donor_path):
-    donor = json.load(open(donor_path))
+    with open(donor_path) as f:
+        donor = json.load(f)
     if donor["machine"]["slug"] != run["machine"]["slug"]:
         sys.exit(f"{donor_path} is from {donor['machine']['slug']}, not {run['machine']['slug']}")
     key = lambda r: (r["graph"], r["op"], r["dim"], r["heads"] or 0, r["threads"])
