@@ -254,7 +254,7 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     // them: the random graph's in-CSR rows are not in edge-id order); the
     // range scheme's walk order stays only if the trial kept that scheme.
     let rows_by_id = 2 * e * 4;
-    let (rows, chunk) = gnnkern_simd::kernels::softmax_ranges_shape(heads);
+    let (rows, chunk) = gnnkern_simd::kernels::softmax_ranges_shape(heads, e, g.num_dst());
     let walk = gnnkern_simd::kernels::RangeChunks::build(g.edge_dst(), rows, chunk).bytes();
     let held = if ranges(&passes[passes.len() - 1]) { walk } else { 0 };
     assert_eq!(

@@ -369,8 +369,11 @@ impl Bench<'_> {
         }
         // Destination ranges: the walk order is built once per graph (the
         // backend caches it), so it is not timed.
-        let shapes =
-            if self.range_shapes.is_empty() { vec![softmax_ranges_shape(heads)] } else { self.range_shapes.clone() };
+        let shapes = if self.range_shapes.is_empty() {
+            vec![softmax_ranges_shape(heads, e, dst.num_dst())]
+        } else {
+            self.range_shapes.clone()
+        };
         for (rows, chunk) in shapes {
             let walk = RangeChunks::build(dst, rows, chunk);
             let ms = median_ms(self.reps, || {

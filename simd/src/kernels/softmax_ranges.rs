@@ -55,7 +55,7 @@ use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
 use crate::layout::EdgeDst;
 use crate::math::exp_nonpositive;
-use crate::tuning::cache_budget;
+use crate::tuning::{CacheInfo, cache_budget};
 use rayon::prelude::*;
 
 /// The most edges one chunk holds: chunk-local edge ids are `u16`.
@@ -83,16 +83,45 @@ pub struct RangeChunks {
     local: Vec<u16>,
 }
 
+/// The shortest segment (rows of one chunk in one range, at the mean
+/// in-degree) that [`softmax_ranges_shape`] cuts ranges down to for the L2.
+/// Each segment pays its loops' set-up three times: on the Zen 4 VM 64-row
+/// segments were 5-6 % slower than 128- and 256-row ones
+/// (`perf-reports/ablation/2026-11-30_zen4_softmax-range-rows.tsv`), and on
+/// the model-167 Xeon VM 128-row segments (ranges of 4,096 destinations,
+/// chunks of 32,768) made the uniform graph's range pass 124 ms against
+/// 107-108 (docs/PERFORMANCE.md, "Edge softmax over destination ranges").
+pub const MIN_SEGMENT_ROWS: usize = 256;
+
 /// The shape [`edge_softmax_ranges`] is built for with `row_len` floats per
-/// edge: `(rows per range, edges per chunk)`, each table slice and each
-/// chunk within half the cache budget; rows per range a power of two of at
-/// most [`MAX_RANGE_ROWS`].
-pub fn softmax_ranges_shape(row_len: usize) -> (usize, usize) {
+/// edge on a graph of `num_edges` edges into `num_dst` destinations:
+/// `(rows per range, edges per chunk)`.
+///
+/// - A chunk, and a range's `[max | sum]` table slice, within half the cache
+///   budget each.
+/// - A range's rows within one core's L2: the range pass reads every row of
+///   its range three times (max, exp-sum, divide), `deg · R` rows of
+///   `4·row_len + 2` bytes (the row and its 16-bit destination) at the mean
+///   in-degree `deg`. With a 32 MiB L3 trusted the table rule alone gave
+///   ranges of 65,536 destinations: 18 MiB of 4-head rows and destinations
+///   per range, a range per worker, more than the L3 holds; on the Zen 4 VM ranges of
+///   2,048-4,096 destinations were 1.13-1.15x faster on the uniform 2^24-edge
+///   graph and level on RMAT (same file).
+/// - But no shorter than [`MIN_SEGMENT_ROWS`] rows per segment at the mean:
+///   `chunk · R / num_dst` rows of a chunk fall in one range.
+///
+/// Rows per range are a power of two of at most [`MAX_RANGE_ROWS`].
+pub fn softmax_ranges_shape(row_len: usize, num_edges: usize, num_dst: usize) -> (usize, usize) {
+    let floor_pow2 = |x: usize| if x <= 1 { 1 } else { 1 << (usize::BITS - 1 - x.leading_zeros()) };
     let half = cache_budget() / 2;
     let row_bytes = 4 * row_len.max(1);
-    let rows = (half / (2 * row_bytes)).max(1);
-    let rows = if rows.is_power_of_two() { rows } else { rows.next_power_of_two() / 2 };
-    (rows.min(MAX_RANGE_ROWS), (half / row_bytes).clamp(1, MAX_CHUNK_EDGES))
+    let chunk = (half / row_bytes).clamp(1, MAX_CHUNK_EDGES);
+    let table_rows = floor_pow2((half / (2 * row_bytes)).min(MAX_RANGE_ROWS));
+    let mean_degree = num_edges as f64 / num_dst.max(1) as f64;
+    // `as usize` saturates: without edges the L2 sets no limit.
+    let l2_rows = floor_pow2((CacheInfo::get().l2 as f64 / (mean_degree * (row_bytes + 2) as f64)) as usize);
+    let segment_floor = (MIN_SEGMENT_ROWS * num_dst).div_ceil(chunk).min(MAX_RANGE_ROWS).next_power_of_two();
+    (table_rows.min(l2_rows.max(segment_floor)), chunk)
 }
 
 impl RangeChunks {
@@ -559,6 +588,36 @@ mod tests {
                 assert_eq!(w.range_edges[r + 1] - w.range_edges[r], count, "edges of range {r}");
             }
             assert!(seen.iter().all(|&s| s));
+        }
+    }
+
+    #[test]
+    fn shape_keeps_a_range_in_l2_down_to_the_shortest_segment() {
+        let half = cache_budget() / 2;
+        let l2 = CacheInfo::get().l2;
+        for row_len in [1, 4, 16] {
+            let row_bytes = 4 * row_len;
+            for (num_edges, num_dst) in [(1 << 24, 1 << 20), (1 << 20, 1 << 20), (1 << 24, 1 << 10), (0, 1 << 20)] {
+                let (rows, chunk) = softmax_ranges_shape(row_len, num_edges, num_dst);
+                let case = format!("{row_len} floats, {num_edges} edges into {num_dst}: {rows} x {chunk}");
+                assert!(rows.is_power_of_two() && rows <= MAX_RANGE_ROWS, "{case}");
+                assert_eq!(chunk, (half / row_bytes).clamp(1, MAX_CHUNK_EDGES), "{case}");
+                assert!(rows == 1 || rows * 2 * row_bytes <= half, "table slice within half the budget: {case}");
+                // Doubling the range would break one of the three caps
+                // (table, L2 above the shortest segment, 2^16), or the
+                // range already covers every destination's power of two.
+                let next = 2 * rows;
+                let range_bytes = |r: usize| num_edges as f64 / num_dst as f64 * r as f64 * (row_bytes + 2) as f64;
+                let short_segments = |r: usize| chunk * r < MIN_SEGMENT_ROWS * num_dst;
+                let l2_bound = range_bytes(next) > l2 as f64 && !short_segments(rows);
+                assert!(
+                    next * 2 * row_bytes > half || next > MAX_RANGE_ROWS || l2_bound,
+                    "a range of {next} destinations would fit: {case}"
+                );
+                if range_bytes(rows) > l2 as f64 {
+                    assert!(rows == 1 || short_segments(rows / 2), "a range past the L2 above the floor: {case}");
+                }
+            }
         }
     }
 }

@@ -67,7 +67,7 @@ fn range_chunks<I: Index>(graph: &Graph<I>, row_len: usize) -> Result<Arc<RangeC
         &cache.0,
         |(len, _)| *len == row_len,
         || {
-            let (rows, chunk) = kernels::softmax_ranges_shape(row_len);
+            let (rows, chunk) = kernels::softmax_ranges_shape(row_len, graph.num_edges(), graph.num_dst());
             let w = Arc::new(RangeChunks::build(graph.edge_dst(), rows, chunk));
             log::debug!(
                 "built softmax ranges: {} ranges of {rows} destinations, chunks of {chunk}, {} bytes",
