@@ -603,9 +603,8 @@ mod tests {
                 assert!(rows.is_power_of_two() && rows <= MAX_RANGE_ROWS, "{case}");
                 assert_eq!(chunk, (half / row_bytes).clamp(1, MAX_CHUNK_EDGES), "{case}");
                 assert!(rows == 1 || rows * 2 * row_bytes <= half, "table slice within half the budget: {case}");
-                // Doubling the range would break one of the three caps
-                // (table, L2 above the shortest segment, 2^16), or the
-                // range already covers every destination's power of two.
+                // Doubling the range would break one of the three caps:
+                // the table, the L2 (above the shortest segment), 2^16.
                 let next = 2 * rows;
                 let range_bytes = |r: usize| num_edges as f64 / num_dst as f64 * r as f64 * (row_bytes + 2) as f64;
                 let short_segments = |r: usize| chunk * r < MIN_SEGMENT_ROWS * num_dst;
