@@ -40,7 +40,7 @@
 //! the two differ; the backend validates `arg_e` first, and both agree on
 //! every valid input.
 
-use super::common::SharedMut;
+use super::common::{SharedMut, load};
 use crate::Index;
 use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task};
@@ -174,7 +174,7 @@ impl<I: Index> Columns<'_, I> {
                 offsets(v, j, n, at.0.as_mut_ptr());
                 let g = g[j..j + n].as_ptr();
                 // SAFETY: `g` points at `n` readable floats.
-                let x = unsafe { if n == S::LANES { s.load(g) } else { s.load_partial(g, n) } };
+                let x = unsafe { load(s, g, n) };
                 // SAFETY: `at` holds `LANES <= 16` offsets; an active one is
                 // `u · row_len + j + l` with `u < num_src` and
                 // `j + l < row_len`, inside `grad` (`num_src · row_len`

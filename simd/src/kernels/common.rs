@@ -309,6 +309,48 @@ pub(crate) fn prefetch_rows<S: Simd>(s: S, rows: &[*const f32], first: usize, le
     }
 }
 
+/// The first `len <= LANES` floats at `ptr` (a masked load below a full
+/// vector).
+///
+/// # Safety
+/// `ptr` readable for `len` floats.
+#[inline(always)]
+pub(crate) unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 {
+    // SAFETY: forwarded from the caller.
+    unsafe { if len == S::LANES { s.load(ptr) } else { s.load_partial(ptr, len) } }
+}
+
+/// Stores the first `len <= LANES` lanes of `v` at `ptr` (a masked store
+/// below a full vector).
+///
+/// # Safety
+/// `ptr` writable for `len` floats.
+#[inline(always)]
+pub(crate) unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { if len == S::LANES { s.store(ptr, v) } else { s.store_partial(ptr, v, len) } }
+}
+
+/// [`store`], but a full vector on a vector-aligned address goes out with a
+/// non-temporal store when `stream`: the output exceeds the cache, so its
+/// line would be read for ownership only to be evicted unread (callers
+/// fence before their rows are read: [`Simd::store_fence`]).
+///
+/// # Safety
+/// `ptr` writable for `len` floats.
+#[inline(always)]
+pub(crate) unsafe fn store_or_stream<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize, stream: bool) {
+    // SAFETY: forwarded from the caller; `stream` needs the full vector and
+    // the alignment tested here.
+    unsafe {
+        if stream && len == S::LANES && (ptr as usize).is_multiple_of(4 * S::LANES) {
+            s.stream(ptr, v);
+        } else {
+            store(s, ptr, v, len);
+        }
+    }
+}
+
 /// The kernel tests' random numbers: a xorshift64 generator from `seed`
 /// (non-zero) giving values below `n`.
 #[cfg(test)]

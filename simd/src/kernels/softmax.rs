@@ -46,7 +46,7 @@
 //! softmax domain); a NaN or `+inf` logit makes its destination's outputs
 //! NaN, as in the reference (its max ignores NaN, the sum then does not).
 
-use super::common::{SharedMut, balanced_bounds, num_parts, prefetch_rows};
+use super::common::{SharedMut, balanced_bounds, load, num_parts, prefetch_rows, store};
 use crate::Index;
 use crate::buffer::aligned_filled;
 use crate::error::{KernelError, check_len};
@@ -158,22 +158,6 @@ fn edge_order<'a, I: Index>(
         check_len("edge destination bound (rows of the in-CSR)", csr.num_rows(), d.num_dst())?;
     }
     Ok(dst)
-}
-
-/// # Safety
-/// `ptr` readable for `len <= LANES` floats.
-#[inline(always)]
-pub(super) unsafe fn load<S: Simd>(s: S, ptr: *const f32, len: usize) -> S::F32 {
-    // SAFETY: forwarded from the caller.
-    unsafe { if len == S::LANES { s.load(ptr) } else { s.load_partial(ptr, len) } }
-}
-
-/// # Safety
-/// `ptr` writable for `len <= LANES` floats.
-#[inline(always)]
-pub(super) unsafe fn store<S: Simd>(s: S, ptr: *mut f32, v: S::F32, len: usize) {
-    // SAFETY: forwarded from the caller.
-    unsafe { if len == S::LANES { s.store(ptr, v) } else { s.store_partial(ptr, v, len) } }
 }
 
 /// `exp(x − m)` of the `len <= LANES` floats at `x`.

@@ -47,8 +47,7 @@
 //! `perf-reports/ablation/2026-11-28_xeon-m167_softmax-ranges-const-rows.tsv`
 //! (docs/PERFORMANCE.md, "Edge softmax over destination ranges").
 
-use super::common::{SharedMut, balanced_bounds, num_parts, prefetch_rows};
-use super::softmax::{load, store};
+use super::common::{SharedMut, balanced_bounds, load, num_parts, prefetch_rows, store};
 use crate::Index;
 use crate::buffer::aligned_filled;
 use crate::error::{KernelError, check_len};

@@ -1,0 +1,86 @@
+//! The reduce step of one message into a chunk's accumulators ([`Acc`]):
+//! sums accumulate, max/min take the ordered step, and a chunk whose probe
+//! saw a NaN runs again with the exact one.
+
+use super::gather::accumulate;
+use super::{Acc, Ctx};
+use crate::Index;
+use crate::isa::Simd;
+use crate::kernels::common::Slot;
+use crate::op::{BinaryOp, ReduceKind, Reducer};
+
+/// One message into accumulator `i`: `acc + φ(a, b)` for sum/mean; for
+/// max/min the `replaces` test, keeping the winner's row ordinal `kk` when
+/// arg outputs are wanted.
+///
+/// Max/min come in two flavours with the same result whenever no message
+/// is NaN. The exact step tests `replaces` (strictly better, or the first
+/// NaN): an ORD compare on `acc`, a masked compare and a blend, three
+/// dependent instructions on the `acc` chain of every edge. The ordered
+/// step (`ORDERED`) keeps one `maxps`/`minps` on that chain:
+/// `maxps(m, acc)` is `m > acc ? m : acc`, which is
+/// `replaces` for any non-NaN `m` (a NaN `acc` stays NaN and keeps its
+/// ordinal, as in `replaces`); the ordinal's compare reads the old `acc`
+/// off the chain. It adds each message into `probe`, whose NaN after the
+/// chunk (a NaN message, or `+inf` and `-inf` in one lane) makes the caller
+/// rerun the chunk with the exact step ([`reduce_chunk`]).
+#[inline(always)]
+pub(super) fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const V: usize, const ARGS: bool, const ORDERED: bool>(
+    s: S,
+    (a, b): (S::F32, S::F32),
+    kk: S::I32,
+    acc: &mut Acc<S, V>,
+    i: usize,
+) {
+    if !R::HAS_ARG {
+        acc.val[i] = O::accumulate_vec(s, a, b, acc.val[i]);
+        return;
+    }
+    let (m, old) = (O::apply_vec(s, a, b), acc.val[i]);
+    let min = R::KIND == ReduceKind::Min;
+    let wins = if ORDERED {
+        acc.probe[i] = s.add(acc.probe[i], m);
+        acc.val[i] = if min { s.min(m, old) } else { s.max(m, old) };
+        if min { s.lt(m, old) } else { s.lt(old, m) }
+    } else {
+        let wins = if min { s.replaces_min(m, old) } else { s.replaces_max(m, old) };
+        acc.val[i] = s.select(wins, m, old);
+        wins
+    };
+    if ARGS {
+        acc.ord[i] = s.select_i32(wins, kk, acc.ord[i]);
+    }
+}
+
+/// Runs a chunk's edges into `acc`. Sums take their one step; max/min take
+/// the ordered step, and when its probe saw a NaN (or opposite infinities)
+/// run again from the same start with the exact step, so the result is
+/// always the exact one (see [`reduce_step`]).
+///
+/// # Safety
+/// As for [`accumulate`].
+#[inline(always)]
+pub(super) unsafe fn reduce_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const V: usize, const ARGS: bool>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    v: usize,
+    edges: std::ops::Range<usize>,
+    slots: &[Slot; V],
+    acc: &mut Acc<S, V>,
+) {
+    if R::HAS_ARG {
+        let start = *acc;
+        // SAFETY: forwarded from the caller.
+        unsafe { accumulate::<O, R, I, S, V, ARGS, true>(s, ctx, v, edges.clone(), slots, acc) };
+        let mut probe = acc.probe[0];
+        for p in &acc.probe[1..] {
+            probe = s.add(probe, *p);
+        }
+        if !s.reduce_sum(probe).is_nan() {
+            return;
+        }
+        *acc = start;
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { accumulate::<O, R, I, S, V, ARGS, false>(s, ctx, v, edges, slots, acc) };
+}
