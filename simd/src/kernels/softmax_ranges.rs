@@ -111,7 +111,7 @@ pub const MIN_SEGMENT_ROWS: usize = 256;
 ///
 /// Rows per range are a power of two of at most [`MAX_RANGE_ROWS`].
 pub fn softmax_ranges_shape(row_len: usize, num_edges: usize, num_dst: usize) -> (usize, usize) {
-    let floor_pow2 = |x: usize| if x <= 1 { 1 } else { 1 << (usize::BITS - 1 - x.leading_zeros()) };
+    let floor_pow2 = |x: usize| 1usize << x.max(1).ilog2();
     let half = cache_budget() / 2;
     let row_bytes = 4 * row_len.max(1);
     let chunk = (half / row_bytes).clamp(1, MAX_CHUNK_EDGES);

@@ -49,7 +49,11 @@ mod messages;
 mod tests;
 mod walks;
 
-use walks::{BlockEntries, Direct, EDGE_TASK, EdgeRange, PlainRows};
+use walks::{BlockEntries, Direct, EdgeRange, PlainRows};
+
+/// The edge walk's task size: at most about this many edges per task (and
+/// at least `num_parts` tasks, a few per worker).
+const EDGE_TASK: usize = 1 << 16;
 
 /// Which CSR a g-SDDMM walks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

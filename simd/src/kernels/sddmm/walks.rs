@@ -113,10 +113,6 @@ impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
     }
 }
 
-/// The edge walk's task size: at most about this many edges per task (and
-/// at least `num_parts` tasks, a few per worker).
-pub(super) const EDGE_TASK: usize = 1 << 16;
-
 /// The edge walk's task: positions `edges` of the edge list `list`.
 pub(super) struct EdgeRange<'a, 'b, O, I: Index> {
     pub(super) ctx: Ctx<'a, I>,
