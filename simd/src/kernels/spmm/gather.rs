@@ -9,7 +9,15 @@ use crate::kernels::common::{Operand, Slot};
 use crate::kernels::slot_order::StagedEdges;
 use crate::op::{BinaryOp, Reducer, Target};
 
-/// Accumulates one chunk of `V` slots over `edges` into `acc`.
+/// Accumulates one chunk of `V` slots over `edges` into `acc`, returned.
+///
+/// The accumulators travel by value, into the loop and out of it, so that
+/// they stay in registers. Behind a `&mut`, LLVM kept them in memory: the
+/// max/min loop at d = 128 stored all 24 of its zmm accumulators (values,
+/// probes, ordinals) to the stack on every edge (`perf annotate` of
+/// kernel_bench, Zen 4 VM), 24 stores per edge in a loop of 8 gathers, and
+/// copy_u_max on RMAT 2^20 / 2^24 took 0.65× the time once they stayed in
+/// registers (`perf-reports/ablation/2026-11-30_zen4_accumulators-by-value.tsv`).
 ///
 /// # Safety
 /// `edges` is a slot range of `ctx.ids`, whose ids are in bounds for the
@@ -29,12 +37,11 @@ pub(super) unsafe fn accumulate<
     v: usize,
     edges: std::ops::Range<usize>,
     slots: &[Slot; V],
-    acc: &mut Acc<S, V>,
-) {
+    mut acc: Acc<S, V>,
+) -> Acc<S, V> {
     if dense_gather::<O, S, V>(ctx, slots) {
         // SAFETY: forwarded from the caller; `dense_gather` checked the layout.
-        unsafe { accumulate_dense::<O, R, I, S, V, ARGS, ORDERED>(s, ctx, edges, slots, acc) };
-        return;
+        return unsafe { accumulate_dense::<O, R, I, S, V, ARGS, ORDERED>(s, ctx, edges, slots, acc) };
     }
     let indices = ctx.ids.cols;
     let zero = s.splat(0.0);
@@ -76,10 +83,11 @@ pub(super) unsafe fn accumulate<
             for (i, sl) in slots.iter().enumerate() {
                 let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
                 let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
-                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, acc, i);
+                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, &mut acc, i);
             }
         }
     }
+    acc
 }
 
 /// Whether a chunk is the common dense case that [`accumulate_dense`]
@@ -132,20 +140,20 @@ unsafe fn accumulate_dense<
     ctx: &Ctx<'_, I>,
     edges: std::ops::Range<usize>,
     slots: &[Slot; V],
-    acc: &mut Acc<S, V>,
-) {
+    acc: Acc<S, V>,
+) -> Acc<S, V> {
     let rows = DenseRows::new(s, ctx, slots);
     // SAFETY: forwarded from the caller, `dense_gather` held, and each
     // loop gets the form just tested.
     unsafe {
         if !O::USE_RHS {
-            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::NONE }>(s, rows, edges, acc);
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::NONE }>(s, rows, edges, acc)
         } else if ctx.rhs.contiguous {
-            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::VECTORS }>(s, rows, edges, acc);
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::VECTORS }>(s, rows, edges, acc)
         } else if rows.rhs.iter().all(|&o| o == rows.rhs[0]) {
-            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::ONE_SCALAR }>(s, rows, edges, acc);
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::ONE_SCALAR }>(s, rows, edges, acc)
         } else {
-            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::SCALAR_PER_VECTOR }>(s, rows, edges, acc);
+            dense_loop::<O, R, I, S, V, ARGS, ORDERED, { EdgeOperand::SCALAR_PER_VECTOR }>(s, rows, edges, acc)
         }
     }
 }
@@ -187,8 +195,8 @@ unsafe fn dense_loop<
     s: S,
     rows: DenseRows<'_, I, V>,
     edges: std::ops::Range<usize>,
-    acc: &mut Acc<S, V>,
-) {
+    mut acc: Acc<S, V>,
+) -> Acc<S, V> {
     let first = edges.start;
     for k in edges {
         // SAFETY: `k` is a slot of `ctx.ids` (caller), so are the prefetched
@@ -206,10 +214,11 @@ unsafe fn dense_loop<
                     EdgeOperand::ONE_SCALAR => one,
                     _ => s.splat(*erow.add(rows.rhs[i])),
                 };
-                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, acc, i);
+                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, &mut acc, i);
             }
         }
     }
+    acc
 }
 
 /// Row addressing of a [`dense_gather`] chunk, copied out of the context

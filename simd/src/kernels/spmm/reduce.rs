@@ -71,7 +71,7 @@ pub(super) unsafe fn reduce_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, co
     if R::HAS_ARG {
         let start = *acc;
         // SAFETY: forwarded from the caller.
-        unsafe { accumulate::<O, R, I, S, V, ARGS, true>(s, ctx, v, edges.clone(), slots, acc) };
+        *acc = unsafe { accumulate::<O, R, I, S, V, ARGS, true>(s, ctx, v, edges.clone(), slots, start) };
         let mut probe = acc.probe[0];
         for p in &acc.probe[1..] {
             probe = s.add(probe, *p);
@@ -82,5 +82,5 @@ pub(super) unsafe fn reduce_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, co
         *acc = start;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { accumulate::<O, R, I, S, V, ARGS, false>(s, ctx, v, edges, slots, acc) };
+    *acc = unsafe { accumulate::<O, R, I, S, V, ARGS, false>(s, ctx, v, edges, slots, *acc) };
 }
