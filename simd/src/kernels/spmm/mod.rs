@@ -52,7 +52,10 @@ use blocked_pass::blocked_pass;
 use plain::plain_pass;
 
 /// Output vectors whose accumulators live in registers at once: 8 zmm
-/// accumulators + 8 ordinal vectors + loads fit AVX-512's 32 registers.
+/// sums + loads fit AVX-512's 32 registers; max/min with arg outputs hold 8
+/// values, 8 NaN probes and 8 ordinals, and spill three ordinal vectors
+/// per edge at d = 128 (`perf annotate`, Zen 4), a load and a store each
+/// against the edge's eight missing lines.
 const CHUNK: usize = 8;
 
 /// One g-SpMM call on an in-CSR (rows = destinations, columns = sources).
