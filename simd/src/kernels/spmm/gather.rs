@@ -1,7 +1,7 @@
 //! The edge loop of one chunk: the general slot loop, and the dense-gather
 //! fast path with one loop per edge-operand form.
 
-use super::reduce::reduce_step;
+use super::reduce::{fold_probe, reduce_step};
 use super::{Acc, Ctx, edge_row_of};
 use crate::Index;
 use crate::isa::Simd;
@@ -80,11 +80,13 @@ pub(super) unsafe fn accumulate<
             let lrow = if O::USE_LHS { ctx.lhs.row(u, e, v) } else { std::ptr::null() };
             let rrow = if O::USE_RHS { ctx.rhs.row(u, e, v) } else { std::ptr::null() };
             let kk = s.splat_i32((k - edges.start) as i32);
+            let mut msgs = [zero; V];
             for (i, sl) in slots.iter().enumerate() {
                 let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
                 let b = if O::USE_RHS { ctx.rhs.fetch(s, rrow, sl.rhs, sl.len) } else { zero };
-                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, &mut acc, i);
+                msgs[i] = reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, &mut acc, i);
             }
+            fold_probe::<R, S, V, ORDERED>(s, &mut acc, msgs);
         }
     }
     acc
@@ -206,7 +208,8 @@ unsafe fn dense_loop<
             let (row, erow) = rows.at::<RHS>(k);
             let kk = s.splat_i32((k - first) as i32);
             let one = if RHS == EdgeOperand::ONE_SCALAR { s.splat(*erow.add(rows.rhs[0])) } else { s.splat(0.0) };
-            for i in 0..V {
+            let mut msgs = [one; V];
+            for (i, msg) in msgs.iter_mut().enumerate() {
                 let a = s.load(row.add(i * S::LANES));
                 let b = match RHS {
                     EdgeOperand::NONE => a,
@@ -214,8 +217,9 @@ unsafe fn dense_loop<
                     EdgeOperand::ONE_SCALAR => one,
                     _ => s.splat(*erow.add(rows.rhs[i])),
                 };
-                reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, &mut acc, i);
+                *msg = reduce_step::<O, R, S, V, ARGS, ORDERED>(s, (a, b), kk, &mut acc, i);
             }
+            fold_probe::<R, S, V, ORDERED>(s, &mut acc, msgs);
         }
     }
     acc

@@ -53,9 +53,10 @@ use plain::plain_pass;
 
 /// Output vectors whose accumulators live in registers at once: 8 zmm
 /// sums + loads fit AVX-512's 32 registers; max/min with arg outputs hold 8
-/// values, 8 NaN probes and 8 ordinals, and spill three ordinal vectors
-/// per edge at d = 128 (`perf annotate`, Zen 4), a load and a store each
-/// against the edge's eight missing lines.
+/// values, 8 ordinals and one NaN probe, 17 registers beside the edge's 8
+/// loads. (With a probe per vector, 8 of them, three ordinal vectors were
+/// spilled per edge at d = 128: `perf annotate`, Zen 4;
+/// [`reduce::fold_probe`].)
 const CHUNK: usize = 8;
 
 /// One g-SpMM call on an in-CSR (rows = destinations, columns = sources).
@@ -335,8 +336,8 @@ struct Acc<S: Simd, const V: usize> {
     val: [S::F32; V],
     /// Max/min: per lane, the row-relative ordinal of the winning edge (-1: none).
     ord: [S::I32; V],
-    /// Ordered max/min: the sum of the messages (see [`reduce::reduce_step`]).
-    probe: [S::F32; V],
+    /// Ordered max/min: the sum of the messages (see [`reduce::fold_probe`]).
+    probe: S::F32,
 }
 
 impl<S: Simd, const V: usize> Clone for Acc<S, V> {
@@ -353,6 +354,6 @@ impl<S: Simd, const V: usize> Acc<S, V> {
     /// message replaces them.
     #[inline(always)]
     fn new(s: S, val: [S::F32; V], ord: i32) -> Self {
-        Acc { val, ord: [s.splat_i32(ord); V], probe: [s.splat(0.0); V] }
+        Acc { val, ord: [s.splat_i32(ord); V], probe: s.splat(0.0) }
     }
 }

@@ -21,9 +21,11 @@ use crate::op::{BinaryOp, ReduceKind, Reducer};
 /// `maxps(m, acc)` is `m > acc ? m : acc`, which is
 /// `replaces` for any non-NaN `m` (a NaN `acc` stays NaN and keeps its
 /// ordinal, as in `replaces`); the ordinal's compare reads the old `acc`
-/// off the chain. It adds each message into `probe`, whose NaN after the
-/// chunk (a NaN message, or `+inf` and `-inf` in one lane) makes the caller
-/// rerun the chunk with the exact step ([`reduce_chunk`]).
+/// off the chain. The edge loop adds the edge's messages into the chunk's
+/// probe ([`fold_probe`]), whose NaN after the chunk (a NaN message, or
+/// `+inf` and `-inf` among the sums) makes the caller rerun the chunk with
+/// the exact step ([`reduce_chunk`]). Returns the message for max/min (the
+/// sums' new accumulator otherwise, which `fold_probe` ignores).
 #[inline(always)]
 pub(super) fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const V: usize, const ARGS: bool, const ORDERED: bool>(
     s: S,
@@ -31,15 +33,14 @@ pub(super) fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const V: usize, cons
     kk: S::I32,
     acc: &mut Acc<S, V>,
     i: usize,
-) {
+) -> S::F32 {
     if !R::HAS_ARG {
         acc.val[i] = O::accumulate_vec(s, a, b, acc.val[i]);
-        return;
+        return acc.val[i];
     }
     let (m, old) = (O::apply_vec(s, a, b), acc.val[i]);
     let min = R::KIND == ReduceKind::Min;
     let wins = if ORDERED {
-        acc.probe[i] = s.add(acc.probe[i], m);
         acc.val[i] = if min { s.min(m, old) } else { s.max(m, old) };
         if min { s.lt(m, old) } else { s.lt(old, m) }
     } else {
@@ -50,6 +51,38 @@ pub(super) fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const V: usize, cons
     if ARGS {
         acc.ord[i] = s.select_i32(wins, kk, acc.ord[i]);
     }
+    m
+}
+
+/// Adds one edge's `V` messages into the ordered max/min step's probe (a
+/// no-op for other steps), as a tree: one add per edge on the loop-carried
+/// chain and one probe register per chunk. A probe per vector held 8 zmm
+/// registers at d = 128, where 8 values, 8 ordinals and the edge's 8 loads
+/// already need 24 of the 32, and LLVM spilled three ordinal vectors per
+/// edge; with one probe copy_u_max took 0.91× (RMAT 2^20 / 2^24) and 0.94×
+/// (uniform) its time, paired, on the Zen 4 VM
+/// (`perf-reports/ablation/2026-12-01_zen4_max-probe-per-chunk.tsv`).
+///
+/// The probe still turns NaN whenever a message is NaN; `+inf` and `-inf`
+/// in different vectors already met in the chunk's final sum of the probes
+/// before, so only a finite sum overflowing can add a (harmless) rerun.
+#[inline(always)]
+pub(super) fn fold_probe<R: Reducer, S: Simd, const V: usize, const ORDERED: bool>(
+    s: S,
+    acc: &mut Acc<S, V>,
+    mut msgs: [S::F32; V],
+) {
+    if !(R::HAS_ARG && ORDERED) {
+        return;
+    }
+    let mut n = V;
+    while n > 1 {
+        for i in 0..n / 2 {
+            msgs[i] = s.add(msgs[i], msgs[n - 1 - i]);
+        }
+        n = n.div_ceil(2);
+    }
+    acc.probe = s.add(acc.probe, msgs[0]);
 }
 
 /// Runs a chunk's edges into `acc`. Sums take their one step; max/min take
@@ -72,11 +105,7 @@ pub(super) unsafe fn reduce_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, co
         let start = *acc;
         // SAFETY: forwarded from the caller.
         *acc = unsafe { accumulate::<O, R, I, S, V, ARGS, true>(s, ctx, v, edges.clone(), slots, start) };
-        let mut probe = acc.probe[0];
-        for p in &acc.probe[1..] {
-            probe = s.add(probe, *p);
-        }
-        if !s.reduce_sum(probe).is_nan() {
+        if !s.reduce_sum(acc.probe).is_nan() {
             return;
         }
         *acc = start;
