@@ -67,12 +67,13 @@ pub(super) fn reduce_step<O: BinaryOp, R: Reducer, S: Simd, const V: usize, cons
 /// in different vectors already met in the chunk's final sum of the probes
 /// before, so only a finite sum overflowing can add a (harmless) rerun.
 ///
-/// No max of the ISA levels here is NaN whenever either input is: `maxps`
-/// returns its second operand, and AVX-512DQ `vrangeps` the number of a
-/// quiet NaN and a number (IEEE maxNum; tested on the model-207 Xeon VM,
-/// 2026-12-01). So the NaN check cannot ride on the value chain and needs
-/// these adds (docs/PERFORMANCE.md, "What is left of copy_u_max's cost is
-/// its bytes").
+/// No max of the ISA levels here is NaN whenever either input is: with a
+/// NaN input `maxps` returns its second operand, and AVX-512DQ `vrangeps`
+/// returns the number of a quiet NaN and a number (IEEE maxNum; probed on
+/// the model-207 Xeon VM, 2026-12-01:
+/// `perf-reports/ablation/2026-12-01_xeon-m207_vrangeps-nan.probe.rs`). So
+/// the NaN check cannot ride on the value chain and needs these adds
+/// (docs/PERFORMANCE.md, "What is left of copy_u_max's cost is its bytes").
 #[inline(always)]
 pub(super) fn fold_probe<R: Reducer, S: Simd, const V: usize, const ORDERED: bool>(
     s: S,
