@@ -491,7 +491,13 @@ fn run(args: &[String]) {
             }
         }
         if ablate {
-            for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+            if !IsaLevel::Avx512.is_supported() {
+                eprintln!(
+                    "note: ablation skips the ISA levels above {}, which this CPU lacks",
+                    IsaLevel::detected().name()
+                );
+            }
+            for level in IsaLevel::supported() {
                 with_level(level, || {
                     b.spmm::<op::CopyLhs, op::Sum>(
                         "copy_u_sum",

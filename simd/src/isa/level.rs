@@ -72,6 +72,39 @@ impl IsaLevel {
         self <= Self::detected()
     }
 
+    /// The levels this CPU runs, lowest first.
+    pub fn supported() -> impl Iterator<Item = IsaLevel> {
+        Self::ALL.into_iter().filter(|l| l.is_supported())
+    }
+
+    /// The levels a unit test runs its kernels on: [`IsaLevel::supported`],
+    /// with a note on stderr (once per process) for the levels this CPU lacks (an AVX2-only
+    /// Zen 3 runs no AVX-512 code), and a panic if that level is named in
+    /// `GNNKERN_REQUIRE_ISA` (comma-separated), as in the integration
+    /// tests' `tests/common/backends.rs`: a run that must cover a path does
+    /// not pass by skipping it.
+    #[cfg(test)]
+    pub(crate) fn tested() -> Vec<IsaLevel> {
+        let required = std::env::var("GNNKERN_REQUIRE_ISA").unwrap_or_default();
+        static NOTED: std::sync::Once = std::sync::Once::new();
+        for level in Self::ALL.into_iter().filter(|l| !l.is_supported()) {
+            assert!(
+                !required.split(',').any(|r| r.trim() == level.name()),
+                "GNNKERN_REQUIRE_ISA names {}, which this CPU lacks (it supports at most {})",
+                level.name(),
+                Self::detected().name()
+            );
+            NOTED.call_once(|| {
+                eprintln!(
+                    "note: skipping ISA level {}: this CPU supports at most {}",
+                    level.name(),
+                    Self::detected().name()
+                );
+            });
+        }
+        Self::supported().collect()
+    }
+
     /// The process default: `GNNKERN_ISA` clamped to the CPU, else detected.
     pub fn process_default() -> IsaLevel {
         static DEFAULT: OnceLock<IsaLevel> = OnceLock::new();

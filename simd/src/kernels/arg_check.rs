@@ -167,7 +167,7 @@ mod tests {
                 let has = |v: usize| !in_edges(v).is_empty();
                 for rows in [0..num_dst, 3..num_dst, 0..0] {
                     let want = rows.clone().find(|&v| !valid(&edge_dst, &arg_e[v * row_len..(v + 1) * row_len], v));
-                    for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+                    for level in IsaLevel::tested() {
                         let got64 = with_level(level, || {
                             first_bad_arg_row(&edge_dst, num_dst, arg_e, row_len, rows.clone(), has)
                         });

@@ -44,7 +44,7 @@ fn dots_are_exact_at_every_level_both_ways_round_and_staged() {
                         want[e * heads + h] = dot as f32;
                     }
                 }
-                for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+                for level in IsaLevel::tested() {
                     for staging in [Staging::Off, Staging::Windows(2)] {
                         let mut out = vec![f32::NAN; 6 * heads];
                         let args = SddmmArgs {
@@ -58,9 +58,7 @@ fn dots_are_exact_at_every_level_both_ways_round_and_staged() {
                             out: &mut out,
                         };
                         let tuning = Tuning { staging, ..Tuning::DEFAULT };
-                        let ran = with_level(level, || with_tuning(tuning, || sddmm::<Dot, i32>(args, None)));
-                        let Ok(result) = ran else { continue }; // level not on this CPU
-                        result.unwrap();
+                        with_level(level, || with_tuning(tuning, || sddmm::<Dot, i32>(args, None))).unwrap().unwrap();
                         let what = format!("{heads} x {d}, src lhs {src_is_lhs}, {level:?}, {staging:?}");
                         assert_eq!(out, want, "{what}");
                     }
@@ -118,7 +116,7 @@ fn edge_walk_matches<O: BinaryOp, I: Index + TryFrom<usize>>(shapes: (&[usize], 
     let (lhs, rhs) = (features(rows(targets.0), plan.lhs_len, 1), features(rows(targets.1), plan.rhs_len, 2));
     let lhs: Vec<f32> = lhs.iter().enumerate().map(|(i, x)| x + (i % 11) as f32 / 7.0).collect();
     let what = format!("{} {shapes:?} {targets:?} {}", O::NAME, I::NAME);
-    for level in [IsaLevel::Portable, IsaLevel::Avx2, IsaLevel::Avx512] {
+    for level in IsaLevel::tested() {
         for streaming in [Streaming::Off, Streaming::On] {
             let run = |walk: Option<SddmmOrder>, list: EdgeList<'_, I>| {
                 let mut out = aligned_filled(e * plan.out_len, f32::NAN);
@@ -137,21 +135,20 @@ fn edge_walk_matches<O: BinaryOp, I: Index + TryFrom<usize>>(shapes: (&[usize], 
                     out: &mut out,
                 };
                 let tuning = Tuning { streaming, ..Tuning::DEFAULT };
-                let ran = with_level(level, || {
+                with_level(level, || {
                     with_tuning(tuning, || match walk {
                         Some(_) => sddmm::<O, I>(args, None),
                         None => sddmm_edge_order::<O, I>(args, list),
                     })
-                });
-                ran.ok().map(|r| {
-                    r.unwrap();
-                    out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
                 })
+                .unwrap()
+                .unwrap();
+                out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
             };
-            let Some(edges) = run(None, list) else { continue }; // level not on this CPU
+            let edges = run(None, list);
             assert!(edges.iter().all(|&b| !f32::from_bits(b).is_nan()), "{what}: every message written");
             for walk in [SddmmOrder::InCsr, SddmmOrder::OutCsr] {
-                assert_eq!(run(Some(walk), list), Some(edges.clone()), "{what}: {walk:?} at {level:?}, {streaming:?}");
+                assert_eq!(run(Some(walk), list), edges, "{what}: {walk:?} at {level:?}, {streaming:?}");
             }
             // Regrouped by destination range: 23, 5 and 1 parts, and by
             // edge-id range from either CSR: 1, a few and E parts (one
@@ -166,7 +163,7 @@ fn edge_walk_matches<O: BinaryOp, I: Index + TryFrom<usize>>(shapes: (&[usize], 
                 let got = run(None, parts.list());
                 assert_eq!(
                     got,
-                    Some(edges.clone()),
+                    edges,
                     "{what}: {:?} ({} parts) at {level:?}, {streaming:?}",
                     parts.grouping(),
                     parts.num_parts()
