@@ -108,7 +108,7 @@ def fill_traversal(run, donor_path):
     triad = {t["threads"]: t["gbps"] for t in run["triad_gbps"]}
     for r in run["results"]:
         b = known.get(key(r))
-        passes = r.get("pass") in ("plain", "streamed", "row-order", "row-order-streamed")
+        passes = r.get("pass") in ("plain", "plain-narrow", "streamed", "row-order", "row-order-streamed")
         if r["tool"] == "gnnkern" and b and passes and r["threads"] in triad:
             r["traversal_bytes"] = b
             r["traversal_pct_of_triad"] = 100 * b / (r["median_ms"] / 1e3) / 1e9 / triad[r["threads"]]

@@ -14,6 +14,9 @@
 //! messages (plain, blocked, staged); so does g-SpMM's with a scalar edge
 //! weight where blocking is nominated too (plain, blocked, staged). A mean
 //! shares its sum's trial (the same traversal, scaled per row at the end).
+//! A max with arg outputs at AVX2 whose rows hold 8 vectors times its chunks
+//! of 8 against chunks of 4 (after the block plan where one is nominated);
+//! narrower rows, and AVX-512, are not narrowed.
 //!
 //! The model only nominates blocking when the gathered rows exceed the
 //! cache budget, so this binary shrinks the budget to 256 KiB with
@@ -26,6 +29,7 @@ use common::rng::Rng;
 use gnnkern::backend::simd::{PassKind, cache_bytes, last_pass, staging_bytes};
 use gnnkern::op::{BinaryOpKind, ReduceKind, Target};
 use gnnkern::{BackendKind, Exec, Graph, SddmmIo, SddmmSpec, SpmmBackwardIo, SpmmIo, SpmmSpec, Tensor};
+use gnnkern_simd::isa::{IsaLevel, with_level};
 
 const BUDGET: usize = 256 << 10;
 
@@ -280,6 +284,48 @@ fn trials_time_both_passes_then_keep_one_and_results_never_change() {
     let calls: Vec<(Vec<f32>, PassKind)> = (0..9).map(|_| forward_wide()).collect();
     assert_trial("edge_softmax [E, 16]", &calls, PassKind::RowOrder, |p| *p == PassKind::RowOrderStreamed);
     assert_eq!(cache_bytes(&g), before, "edge_softmax [E, 16]: row order over the in-CSR builds nothing");
+
+    // g-SpMM max with arg outputs at AVX2 and rows of 64 floats (8 ymm): a
+    // chunk's values, winner ordinals and NaN probe would take 17 of the 16
+    // ymm registers, so the plain pass with chunks of 4 is a nominee, after
+    // the model's block plan where it nominates one. Rows of 32 floats (4
+    // ymm) fit, and so do 128 floats at AVX-512 (8 of 32 zmm): no narrowing.
+    let copy_u_max_args = |feats: &Tensor| {
+        let width = feats.shape()[1];
+        let mut out = Tensor::zeros(&[n, width]).unwrap();
+        let mut arg_e = vec![0i32; n * width];
+        let io =
+            SpmmIo { lhs: Some(feats.view()), rhs: None, out: out.view_mut(), arg_u: None, arg_e: Some(&mut arg_e) };
+        simd.gspmm(&g, SpmmSpec::copy(Target::Src, ReduceKind::Max), io).unwrap();
+        let mut bits = out.into_vec();
+        bits.extend(arg_e.iter().map(|&a| f32::from_bits(a as u32)));
+        (bits, last_pass().expect("the SIMD backend ran"))
+    };
+    let mut feats = |width: usize| Tensor::from_vec(rng.signed_vec(n * width, 0.1, 1.0), vec![n, width]).unwrap();
+    let (x64, x128) = (feats(64), feats(128));
+    let narrow = |p: &PassKind| *p == PassKind::PlainNarrow;
+    let any_blocked = |p: &PassKind| matches!(p, PassKind::Blocked { .. });
+    let never_narrow = |name: &str, calls: &[(Vec<f32>, PassKind)]| {
+        assert!(calls.iter().all(|c| !narrow(&c.1)), "{name}: not narrowed ({:?})", calls.iter().map(|c| c.1));
+    };
+    if IsaLevel::Avx2.is_supported() {
+        with_level(IsaLevel::Avx2, || {
+            // Call 3 runs the first nominee: the block plan if there is one.
+            let mut calls: Vec<(Vec<f32>, PassKind)> = (0..3).map(|_| copy_u_max_args(&x64)).collect();
+            let nominees: Vec<IsNominee> =
+                if any_blocked(&calls[2].1) { vec![&any_blocked, &narrow] } else { vec![&narrow] };
+            calls.extend((3..3 * (1 + nominees.len()) + 3).map(|_| copy_u_max_args(&x64)));
+            assert_trials("copy_u_max d = 64 at avx2", &calls, PassKind::Plain, &nominees);
+            let x32 = Tensor::from_vec(x.data().to_vec(), vec![n, d]).unwrap();
+            never_narrow("copy_u_max d = 32 at avx2", &(0..9).map(|_| copy_u_max_args(&x32)).collect::<Vec<_>>());
+        })
+        .unwrap();
+    }
+    if IsaLevel::Avx512.is_supported() {
+        let calls: Vec<(Vec<f32>, PassKind)> =
+            with_level(IsaLevel::Avx512, || (0..9).map(|_| copy_u_max_args(&x128)).collect()).unwrap();
+        never_narrow("copy_u_max d = 128 at avx512", &calls);
+    }
 }
 
 /// Checks the calls of one signature against a trial between `plain` and

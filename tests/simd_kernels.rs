@@ -22,7 +22,7 @@ use gnnkern::backend::simd::cache_bytes;
 use gnnkern::op::{BinaryOpKind as K, ReduceKind, Target};
 use gnnkern::{BackendKind, Exec, Graph, Index, SddmmIo, SddmmSpec, SpmmIo, SpmmSpec, Tensor};
 use gnnkern_simd::isa::{IsaLevel, with_level};
-use gnnkern_simd::tuning::{Blocking, Staging, Streaming, Tiling, Tuning, with_tuning};
+use gnnkern_simd::tuning::{Blocking, Chunking, Staging, Streaming, Tiling, Tuning, with_tuning};
 
 const FEATS: &[usize] = &[1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 257];
 
@@ -76,14 +76,19 @@ fn on_level<R>(level: IsaLevel, f: impl FnOnce() -> R) -> R {
     with_level(level, f).unwrap_or_else(|e| panic!("requested ISA level cannot run here: {e}"))
 }
 
-/// Plain (with and without streamed output stores, and staged in windows
-/// of 4 edge ids: g-SDDMM's one-float messages, g-SpMM's edge operands; many
-/// windows and runs even on the small graphs), and source-blocked with tiny
-/// blocks (with and without tiles, and with each row's first block's stores
+/// Plain (with and without streamed output stores, with g-SpMM's chunks
+/// narrowed to 4 output vectors, and staged in windows of 4 edge ids:
+/// g-SDDMM's one-float messages, g-SpMM's edge operands; many windows and
+/// runs even on the small graphs), and source-blocked with tiny blocks
+/// (with and without tiles, and with each row's first block's stores
 /// streamed).
-fn tunings() -> [(&'static str, Tuning); 6] {
+fn tunings() -> [(&'static str, Tuning); 7] {
     [
         ("plain", Tuning { blocking: Blocking::Off, tiling: Tiling::Off, ..Tuning::DEFAULT }),
+        (
+            "plain-narrow",
+            Tuning { blocking: Blocking::Off, tiling: Tiling::Off, chunking: Chunking::Narrow, ..Tuning::DEFAULT },
+        ),
         (
             "plain-streamed",
             Tuning { blocking: Blocking::Off, tiling: Tiling::Off, streaming: Streaming::On, ..Tuning::DEFAULT },

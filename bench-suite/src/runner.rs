@@ -310,6 +310,7 @@ fn time_calls<I: Index>(
 fn pass_name(pass: PassKind) -> String {
     match pass {
         PassKind::Plain => "plain".to_string(),
+        PassKind::PlainNarrow => "plain-narrow".to_string(),
         PassKind::Streamed => "streamed".to_string(),
         PassKind::Staged => "staged".to_string(),
         PassKind::EdgeOrder => "edge-order".to_string(),
@@ -490,11 +491,11 @@ fn summarize(s: Summary<'_>) -> OpResult {
     }
 }
 
-/// The bytes gnnkern's plain, streamed or row-order (streamed or not) pass moves through a
+/// The bytes gnnkern's plain (narrow chunks or not), streamed or row-order (streamed or not) pass moves through a
 /// cache of this machine's size (`traversal.rs`, which charges a write no
 /// read for ownership, as a streamed store); `None` for other passes.
 fn traversal(graph: &BenchGraph, req: &OpRequest, shapes: &OpShapes, pass: Option<&str>) -> Option<u64> {
-    if !matches!(pass, Some("plain" | "streamed" | "row-order" | "row-order-streamed")) {
+    if !matches!(pass, Some("plain" | "plain-narrow" | "streamed" | "row-order" | "row-order-streamed")) {
         return None;
     }
     let cache = traversal::cache_bytes(req.threads);

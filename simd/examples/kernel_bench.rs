@@ -5,7 +5,7 @@
 //! cargo run --release -p gnnkern-simd --example kernel_bench -- \
 //!     --graph rmat --scale 20 --edge-factor 16 --d 32,128 --reps 7 [--dump DIR] [--ablate] \
 //!     [--ops spmm,sddmm,softmax,argback] [--softmax-rows 1,4] [--only copy_u_sum,u_dot_v] [--prefetch-lines 128] [--stage-window N]
-//!     [--range-shapes RxC,...] [--block-sources N]
+//!     [--range-shapes RxC,...] [--block-sources N] [--narrow]
 //! ```
 //!
 //! `--only` keeps the g-SpMM / g-SDDMM cases of the named ops;
@@ -13,7 +13,9 @@
 //! `--stage-window N` runs the staged g-SDDMM cases, and g-SpMM's cases
 //! with a staged edge operand, with windows of `N` edge ids instead of the
 //! cache-sized default; `--block-sources N` cuts the blocked cases' sources
-//! into blocks of `N` instead of the model's cache budget.
+//! into blocks of `N` instead of the model's cache budget; `--narrow` also
+//! runs copy_u_max's plain pass with chunks of at most 4 output vectors
+//! (`Chunking::Narrow`, the SIMD backend's nominee where 8 would spill).
 //!
 //! `--softmax-rows` lists the edge softmax row lengths (`[E, h]` logits);
 //! `--range-shapes 16384x32768,4096x32768` times the range scheme at each
@@ -38,7 +40,7 @@ use gnnkern_simd::kernels::{
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
 use gnnkern_simd::tuning::{
-    Blocking, CacheInfo, Staging, Streaming, Tiling, Tuning, active_tuning, cache_budget, with_tuning,
+    Blocking, CacheInfo, Chunking, Staging, Streaming, Tiling, Tuning, active_tuning, cache_budget, with_tuning,
 };
 use std::time::Instant;
 
@@ -407,6 +409,7 @@ fn run(args: &[String]) {
     let ds: Vec<usize> = get("--d", "32,128").split(',').map(|s| s.parse().unwrap()).collect();
     let ops = get("--ops", "spmm,sddmm,softmax");
     let ablate = args.iter().any(|a| a == "--ablate");
+    let narrow = args.iter().any(|a| a == "--narrow");
     let (n, src, dst) = edges(&kind, scale, factor << scale, 42);
     if let Some(i) = args.iter().position(|a| a == "--dump") {
         let dir = std::path::Path::new(&args[i + 1]);
@@ -470,6 +473,11 @@ fn run(args: &[String]) {
                 b.spmm::<op::CopyLhs, op::Sum>("copy_u_sum", &v("plain"), &[d], &[], x, &w, blocked);
                 b.spmm::<op::CopyLhs, op::Mean>("copy_u_mean", &v("plain"), &[d], &[], x, &w, blocked);
                 b.spmm::<op::CopyLhs, op::Max>("copy_u_max", &v("plain"), &[d], &[], x, &w, blocked);
+                if narrow && blocked.is_none() {
+                    with_tuning(Tuning { chunking: Chunking::Narrow, ..active_tuning() }, || {
+                        b.spmm::<op::CopyLhs, op::Max>("copy_u_max", "plain narrow", &[d], &[], x, &w, None)
+                    });
+                }
                 b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", &v("w[E,1]"), &[d], &[1], x, &w[..e], blocked);
                 let heads = &w[..4 * e];
                 b.spmm::<op::Mul, op::Sum>("u_mul_e_sum", &v("4 heads"), &[4, d / 4], &[4, 1], x, heads, blocked);

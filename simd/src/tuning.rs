@@ -340,6 +340,23 @@ pub enum Streaming {
     Off,
 }
 
+/// How many output vectors one chunk of a g-SpMM row keeps in registers
+/// while it walks the row's edges (`crate::kernels::spmm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Chunking {
+    /// Up to 8. The SIMD backend times [`Chunking::Narrow`] against it for
+    /// max/min with arg outputs where 8 chunks' state would not fit the
+    /// ISA's vector registers (`crate::kernels::spmm_may_narrow`).
+    #[default]
+    Auto,
+    /// Up to 4: a max/min chunk's values, winner ordinals and NaN probe fit
+    /// 16 ymm registers, at the price of walking each row's edges twice as
+    /// often for wide rows.
+    Narrow,
+    /// Up to 8, and no trial.
+    Wide,
+}
+
 /// Knobs of the CPU kernels; [`Tuning::default`] is what production uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tuning {
@@ -352,6 +369,7 @@ pub struct Tuning {
     pub prefetch_lines: usize,
     pub streaming: Streaming,
     pub staging: Staging,
+    pub chunking: Chunking,
 }
 
 /// The farthest a kernel prefetches, in edge slots (see [`Tuning::prefetch_slots`]).
@@ -365,6 +383,7 @@ impl Tuning {
         prefetch_lines: 128,
         streaming: Streaming::Auto,
         staging: Staging::Auto,
+        chunking: Chunking::Auto,
     };
 
     /// How many edge slots ahead a kernel whose widest gathered row is

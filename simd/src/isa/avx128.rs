@@ -72,6 +72,8 @@ impl Simd for Avx128 {
     /// All-ones lanes where true (the form `blendvps` reads).
     type Mask = __m128;
     const LANES: usize = 4;
+    /// xmm0-xmm15 (VEX encoding; xmm16-31 need AVX-512VL).
+    const REGISTERS: usize = 16;
     const NAME: &'static str = "avx128";
 
     #[inline(always)]

@@ -48,6 +48,8 @@ impl Simd for Avx2 {
     /// All-ones lanes where true (the form `blendvps` reads).
     type Mask = __m256;
     const LANES: usize = 8;
+    /// ymm0-ymm15.
+    const REGISTERS: usize = 16;
     const NAME: &'static str = "avx2";
 
     #[inline(always)]

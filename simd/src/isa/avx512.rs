@@ -58,6 +58,8 @@ impl Simd for Avx512 {
     type I32 = __m512i;
     type Mask = __mmask16;
     const LANES: usize = 16;
+    /// zmm0-zmm31.
+    const REGISTERS: usize = 32;
     const NAME: &'static str = "avx512";
 
     #[inline(always)]

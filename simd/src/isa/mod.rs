@@ -84,6 +84,9 @@ pub trait Simd: Copy + Send + Sync + 'static {
     type Mask: Copy;
     /// Number of `f32` lanes in [`Simd::F32`].
     const LANES: usize;
+    /// How many [`Simd::F32`] vectors the register file holds at once: what
+    /// a kernel may keep live in a loop before the compiler spills.
+    const REGISTERS: usize;
     /// Human-readable level name (`"avx512"`, `"avx2"`, `"portable"`).
     const NAME: &'static str;
 

@@ -21,6 +21,8 @@ impl Simd for Portable {
     type I32 = [i32; L];
     type Mask = [bool; L];
     const LANES: usize = L;
+    /// On x86-64, 16 xmm registers of 4 lanes hold 8 vectors of 8.
+    const REGISTERS: usize = 8;
     const NAME: &'static str = "portable";
 
     #[inline(always)]

@@ -31,5 +31,5 @@ pub use softmax::{edge_softmax, edge_softmax_backward, prefers_edge_order, softm
 pub use softmax_ranges::{
     MAX_CHUNK_EDGES, MAX_RANGE_ROWS, MIN_SEGMENT_ROWS, RangeChunks, edge_softmax_ranges, softmax_ranges_shape,
 };
-pub use spmm::{SpmmArgs, spmm, spmm_blocking, spmm_may_stage, spmm_staging_into};
+pub use spmm::{SpmmArgs, spmm, spmm_blocking, spmm_may_narrow, spmm_may_stage, spmm_staging_into};
 pub use staged::StagingBuffer;

@@ -21,9 +21,9 @@
 //!   trial keeps it); both reported by [`cache_bytes`];
 //! - the timed trials that confirm each blocking choice, edge softmax's
 //!   scheme, whether g-SDDMM streams its vector messages or stages its
-//!   one-float ones or walks its edges in id order, and whether g-SpMM
-//!   stages its edge weights
-//!   ([`trials`]);
+//!   one-float ones or walks its edges in id order, whether g-SpMM
+//!   stages its edge weights, and whether a max/min g-SpMM narrows its
+//!   chunks where the ISA's registers are short ([`trials`]);
 //! - the CSR that g-SDDMM walks ([`SddmmOrder`]) and whether its edge ids
 //!   are scattered along it, decided once per graph;
 //! - the records buffer of staged one-float g-SDDMM messages
@@ -46,7 +46,9 @@ use crate::{Error, Index, Result};
 use gnnkern_simd::kernels::{self, BlockedCsr, EdgePartition, Grouping, SddmmArgs, SddmmOrder, SpmmArgs};
 use gnnkern_simd::layout::CsrView;
 use gnnkern_simd::op::{BinaryOp, Reducer};
-use gnnkern_simd::tuning::{Blocking, SourceProfile, Staging, Streaming, Tuning, active_tuning, with_tuning};
+use gnnkern_simd::tuning::{
+    BlockPlan, Blocking, Chunking, SourceProfile, Staging, Streaming, Tuning, active_tuning, with_tuning,
+};
 use std::any::TypeId;
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
@@ -96,6 +98,9 @@ pub enum PassKind {
     Staged,
     /// Over source blocks of this many sources (see `docs/PERFORMANCE.md`).
     Blocked { block_sources: usize, num_blocks: usize },
+    /// g-SpMM max/min: one pass over the CSR with chunks of at most 4
+    /// output vectors (see [`trials::ChunkNominee::Narrow`]).
+    PlainNarrow,
     /// Edge softmax (or its backward) row by row over the in-CSR.
     RowOrder,
     /// Edge softmax row by row, its output written with non-temporal
@@ -153,6 +158,18 @@ fn note_pass<I: Index>(layout: Option<(&BlockedCsr<I>, usize)>) {
         Some((l, _)) => PassKind::Blocked { block_sources: l.block_sources(), num_blocks: l.num_blocks() },
     };
     LAST_PASS.with(|c| c.set(Some(kind)));
+}
+
+/// g-SpMM's blocked pass over `graph`'s cached layout for `plan`.
+fn spmm_blocked<O: BinaryOp, R: Reducer, I: Index>(
+    graph: &Graph<I>,
+    call: SpmmCall<'_, I>,
+    plan: BlockPlan,
+) -> Result<()> {
+    let layout = blocked_layout(graph, plan.block_sources)?;
+    note_pass(Some((&layout, plan.tile_bytes)));
+    let args = spmm_args(graph.in_csr().view(), call);
+    kernels::spmm::<O, R, I>(args, Some((&layout, plan.tile_bytes))).map_err(Error::from)
 }
 
 /// The CSR g-SDDMM walks on one graph orientation, and whether its edge
@@ -333,10 +350,7 @@ impl Backend for Simd {
                 plans.first().map(|&p| SpmmNominee::Blocked(p)).into_iter().chain([SpmmNominee::Staged]).collect();
             let decided = trials::run_nominees::<I, SpmmNominee>(graph, sig, &nominees, &mut |choice| {
                 if let Some(SpmmNominee::Blocked(plan)) = choice {
-                    let layout = blocked_layout(graph, plan.block_sources)?;
-                    note_pass(Some((&layout, plan.tile_bytes)));
-                    let args = spmm_args(csr, call.reborrow());
-                    return kernels::spmm::<O, R, I>(args, Some((&layout, plan.tile_bytes))).map_err(Error::from);
+                    return spmm_blocked::<O, R, I>(graph, call.reborrow(), plan);
                 }
                 let staging_on = choice == Some(SpmmNominee::Staged);
                 LAST_PASS.with(|c| c.set(Some(if staging_on { PassKind::Staged } else { PassKind::Plain })));
@@ -363,6 +377,39 @@ impl Backend for Simd {
                 {
                     trials::release_layout(graph, plan.block_sources);
                 }
+            }
+            return Ok(());
+        }
+        // Max/min with arg outputs whose chunk state would spill at this
+        // ISA level (AVX2): the plain pass with narrow chunks is a nominee
+        // beside the model's first block plan. (A second plan, nominated
+        // where the L3 is not credible, gives it its place: blocked max/min
+        // took 1.3-2.8x the plain pass's time at d = 128 on the Zen 3 and
+        // Intel Xeon VMs, docs/PERFORMANCE.md.)
+        if tuning.chunking == Chunking::Auto
+            && matches!(tuning.blocking, Blocking::Auto)
+            && kernels::spmm_may_narrow::<O, R, I>(&spmm_args(csr, call.reborrow()))
+        {
+            use trials::ChunkNominee;
+            let narrow = Tuning { chunking: Chunking::Narrow, ..tuning };
+            let nominees: Vec<ChunkNominee> =
+                plans.first().map(|&p| ChunkNominee::Blocked(p)).into_iter().chain([ChunkNominee::Narrow]).collect();
+            let decided = trials::run_nominees::<I, ChunkNominee>(graph, sig, &nominees, &mut |choice| match choice {
+                Some(ChunkNominee::Blocked(plan)) => spmm_blocked::<O, R, I>(graph, call.reborrow(), plan),
+                Some(ChunkNominee::Narrow) => {
+                    LAST_PASS.with(|c| c.set(Some(PassKind::PlainNarrow)));
+                    let args = spmm_args(csr, call.reborrow());
+                    with_tuning(narrow, || kernels::spmm::<O, R, I>(args, None)).map_err(Error::from)
+                }
+                None => {
+                    note_pass::<I>(None);
+                    kernels::spmm::<O, R, I>(spmm_args(csr, call.reborrow()), None).map_err(Error::from)
+                }
+            })?;
+            if let (Some(kept), Some(&plan)) = (decided, plans.first())
+                && kept != Some(ChunkNominee::Blocked(plan))
+            {
+                trials::release_layout(graph, plan.block_sources);
             }
             return Ok(());
         }

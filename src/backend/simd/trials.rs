@@ -91,6 +91,15 @@
 //! operands"), and against the model's first block plan where it nominates
 //! one (staging and blocking are exclusive, so one trial of three decides).
 //!
+//! g-SpMM max/min with arg outputs whose chunk of 8 output vectors would
+//! spill the ISA's registers (AVX2: values, ordinals and probe are 17 of 16
+//! ymm) times the plain pass against itself with chunks of 4
+//! ([`ChunkNominee::Narrow`]), and against the model's first block plan
+//! where it nominates one: at kernel level on the Zen 3 VM narrow chunks
+//! won on a uniform graph, and lost or won on RMAT with the VM's phase
+//! (docs/PERFORMANCE.md, "Narrow chunks at AVX2").
+//! Where a scalar edge weight is staged (above), that trial runs instead.
+//!
 //! The max/min backward's source gradient of a copy-like message times the
 //! pull over the out-CSR against a scatter by column stripes
 //! ([`Scattered`]): per 16 lanes the scatter looks up the winning edges'
@@ -281,6 +290,15 @@ impl LayoutNominee for SddmmNominee {
     }
 }
 
+impl LayoutNominee for ChunkNominee {
+    fn block_sources(&self) -> Option<usize> {
+        match self {
+            Self::Blocked(plan) => Some(plan.block_sources),
+            Self::Narrow => None,
+        }
+    }
+}
+
 impl LayoutNominee for SpmmNominee {
     fn block_sources(&self) -> Option<usize> {
         match self {
@@ -306,6 +324,28 @@ pub enum SpmmNominee {
     /// (`Staging::On`). The walk reads the same values in the same order,
     /// so the results are bitwise identical.
     Staged,
+}
+
+/// g-SpMM's nominees for max/min with arg outputs where a chunk of 8
+/// output vectors' state exceeds the ISA's registers
+/// (`gnnkern_simd::kernels::spmm_may_narrow`: AVX2). A type of its own
+/// (not [`SpmmNominee`]), so that a narrowing trial still running does not
+/// keep the staged edge weights alive ([`nominee_in_use`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkNominee {
+    /// The traffic model's first block plan, where it nominates one.
+    /// Bitwise identical, as every blocked pass.
+    Blocked(BlockPlan),
+    /// The plain pass with chunks of at most 4 output vectors
+    /// (`Chunking::Narrow`): each lane takes the same steps over the same
+    /// edges in the same order, so the results and arg outputs are bitwise
+    /// identical. On the Zen 3 VM it took copy_u_max d = 128 0.70-0.85x the
+    /// plain pass's time on a uniform 2^20 / 2^24 graph and 1.16-1.50x on
+    /// RMAT (`perf-reports/ablation/2026-12-01_zen3_avx2-max-chunk4.tsv`);
+    /// its first end-to-end trials there kept the plain pass on all five
+    /// suite graphs (0.91-1.18x;
+    /// `perf-reports/ablation/2026-12-02_zen3_copy-u-max-d128-narrow-trial.json`).
+    Narrow,
 }
 
 /// The max/min backward's nominee for the source gradient of a copy-like
@@ -434,6 +474,7 @@ fn preferred(best: &[Duration]) -> Option<usize> {
 pub fn release_layout<I: Index>(graph: &Graph<I>, block_sources: usize) {
     let in_use = layout_kept::<I, BlockPlan>(graph, block_sources)
         || layout_kept::<I, SpmmNominee>(graph, block_sources)
+        || layout_kept::<I, ChunkNominee>(graph, block_sources)
         || layout_kept::<I, SddmmNominee>(graph, block_sources);
     if let (false, Some(cache)) = (in_use, graph.cached_if_built::<BlockCache<I>>()) {
         super::lock(&cache.layouts).retain(|l| l.block_sources() != block_sources);

@@ -82,7 +82,7 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for BlockRows<'_,
             unsafe {
                 let out_row = out.at(v * ctx.out_len);
                 let win_row = winners.map(|w| w.at(v * ctx.out_len));
-                for chunk in (Chunks { slots: ctx.slots }) {
+                for chunk in Chunks::of(&ctx) {
                     blocked_chunk::<O, R, I, S, ARGS>(s, &ctx, v, edges.clone(), chunk, out_row, win_row, ends);
                 }
             }

@@ -5,7 +5,7 @@
 //!   [stage the edge operand by slot window]      <- scattered edge ids (`slot_order`)
 //!   par over nnz-balanced row ranges:            <- one `vectorize` per task
 //!     for v in rows:
-//!       for chunk of ≤ 8 output vectors:          <- accumulators in registers
+//!       for chunk of ≤ 8 output vectors:          <- accumulators in registers (≤ 4: `Chunking::Narrow`)
 //!         for k in row(v): gather lhs/rhs rows of edge k, acc = ρ(acc, φ(..))
 //!         store acc (mean: / deg; max/min: per-lane winning slot -> arg ids)
 //! blocked pass (traffic model says so, see `tuning`):
@@ -37,10 +37,10 @@ use super::common::{EdgeIds, Operand, Slot, plan_slots, target_rows, widest_gath
 use super::slot_order::{EdgeStaging, StagedEdges, default_window, fits_cache};
 use crate::Index;
 use crate::error::{KernelError, check_len};
-use crate::isa::{Simd, Task};
+use crate::isa::{Simd, Task, active_level, with_token};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, Reducer, Target};
-use crate::tuning::{BlockPlan, GatherShape, Staging, Streaming, active_tuning, cache_budget, plan_blocking};
+use crate::tuning::{BlockPlan, Chunking, GatherShape, Staging, Streaming, active_tuning, cache_budget, plan_blocking};
 use std::marker::PhantomData;
 
 mod blocked_pass;
@@ -58,6 +58,11 @@ use plain::plain_pass;
 /// spilled per edge at d = 128: `perf annotate`, Zen 4;
 /// [`reduce::fold_probe`].)
 const CHUNK: usize = 8;
+
+/// Output vectors per chunk under [`Chunking::Narrow`]: max/min state of
+/// 4 values, 4 ordinals and the probe, 9 registers beside the edge's loads,
+/// fits AVX2's 16 ymm where [`CHUNK`]'s 17 do not.
+const NARROW_CHUNK: usize = 4;
 
 /// One g-SpMM call on an in-CSR (rows = destinations, columns = sources).
 pub struct SpmmArgs<'a, I: Index> {
@@ -124,6 +129,44 @@ pub fn spmm_may_stage<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>) -> bool {
         }
         None => false,
     }
+}
+
+/// Whether chunks of 4 output vectors ([`Chunking::Narrow`]) are worth a
+/// trial for `args` at the thread's active ISA level (under
+/// `Chunking::Auto`): a max/min with arg outputs whose rows hold a whole
+/// chunk of 8 vectors, and whose chunk state (`2 · 8 + 1` vectors: values,
+/// winner ordinals, the NaN probe) exceeds the ISA's
+/// registers. AVX2 has 16 ymm for 17, so the edge loop spills and reloads
+/// every edge; AVX-512's 32 zmm hold them. Narrow chunks walk each row's
+/// edges twice as often instead. On the Zen 3 VM (AVX2 in production,
+/// d = 128, 2^20 nodes / 2^24 edges) they took copy_u_max 0.70-0.85x the
+/// time on the uniform graph and 1.16-1.50x on RMAT, whose hub rows stay
+/// cached for the extra walks
+/// (`perf-reports/ablation/2026-12-01_zen3_avx2-max-chunk4.tsv`), and
+/// 0.77-1.03x on both a few hours later
+/// (`perf-reports/ablation/2026-12-02_zen3_avx2-narrow-chunks.tsv`):
+/// neither width suits every graph and phase, and both give the same bits
+/// (each lane takes the same steps in the same edge order), so the backend
+/// times both.
+///
+/// The rule counts output vectors (`out_len / LANES`); a broadcast plan
+/// with partial vectors has more slots than that and may hold a chunk of 8
+/// that is not nominated.
+pub fn spmm_may_narrow<O: BinaryOp, R: Reducer, I: Index>(args: &SpmmArgs<'_, I>) -> bool {
+    struct Spills {
+        out_len: usize,
+    }
+    impl Task for Spills {
+        type Output = bool;
+        fn run<S: Simd>(self, _: S) -> bool {
+            2 * CHUNK + 1 > S::REGISTERS && self.out_len >= CHUNK * S::LANES
+        }
+    }
+    R::HAS_ARG
+        && !O::REDUCES_LAST_DIM
+        && (args.arg_u.is_some() || args.arg_e.is_some())
+        && active_tuning().chunking == Chunking::Auto
+        && with_token(active_level(), Spills { out_len: args.plan.out_len })
 }
 
 /// The one operand on edges that the operator reads, and its row length.
@@ -218,6 +261,10 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
             staged_edges: staged,
             out_len: plan.out_len,
             slots: &slots,
+            chunk_vectors: match active_tuning().chunking {
+                Chunking::Narrow => NARROW_CHUNK,
+                Chunking::Auto | Chunking::Wide => CHUNK,
+            },
             prefetch: active_tuning().prefetch_slots(widest_gathered_row([
                 (O::USE_LHS && lhs_target != Target::Dst, plan.lhs_len),
                 (O::USE_RHS && rhs_target != Target::Dst, plan.rhs_len),
@@ -265,6 +312,8 @@ struct Ctx<'a, I: Index> {
     staged_edges: Option<StagedEdges<'a>>,
     out_len: usize,
     slots: &'a [Slot],
+    /// The most output vectors per chunk: [`CHUNK`] or [`NARROW_CHUNK`].
+    chunk_vectors: usize,
     /// Prefetch distance in CSR slots (0: off).
     prefetch: usize,
     /// The plain pass writes full, aligned output vectors with non-temporal
@@ -303,12 +352,22 @@ unsafe fn edge_row_of<I: Index>(staged: &Option<StagedEdges<'_>>, eids: &[I], k:
     }
 }
 
-/// Consecutive groups of 8, 4, 2 or 1 slots (greedy), so that each
-/// group's accumulators are a fixed-size register array. (An iterator, not
-/// a closure-taking helper: closures are separate functions that would not
-/// carry the ISA's target features.)
+/// Consecutive groups of 8 (unless narrowed to 4), 4, 2 or 1 slots
+/// (greedy), so that each group's accumulators are a fixed-size register
+/// array. (An iterator, not a closure-taking helper: closures are separate
+/// functions that would not carry the ISA's target features.)
 struct Chunks<'a> {
     slots: &'a [Slot],
+    /// [`Ctx::chunk_vectors`].
+    most: usize,
+}
+
+impl<'a> Chunks<'a> {
+    /// The chunks of the pass's slots.
+    #[inline(always)]
+    fn of<I: Index>(ctx: &Ctx<'a, I>) -> Self {
+        Chunks { slots: ctx.slots, most: ctx.chunk_vectors }
+    }
 }
 
 impl<'a> Iterator for Chunks<'a> {
@@ -317,8 +376,8 @@ impl<'a> Iterator for Chunks<'a> {
     fn next(&mut self) -> Option<Chunk<'a>> {
         let n = match self.slots.len() {
             0 => return None,
-            r if r >= CHUNK => CHUNK,
-            r if r >= 4 => 4,
+            r if r >= CHUNK && self.most >= CHUNK => CHUNK,
+            r if r >= NARROW_CHUNK => NARROW_CHUNK,
             r if r >= 2 => 2,
             _ => 1,
         };

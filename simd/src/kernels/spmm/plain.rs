@@ -88,7 +88,7 @@ impl<O: BinaryOp, R: Reducer, I: Index, const ARGS: bool> Task for PlainRows<'_,
             if O::REDUCES_LAST_DIM {
                 dot_row::<O, R, I, S, ARGS>(s, &ctx, v, edges, out_row, &mut sink);
             } else {
-                for chunk in (Chunks { slots: ctx.slots }) {
+                for chunk in Chunks::of(&ctx) {
                     // SAFETY: `out_row` has `out_len` elements and every slot
                     // of the checked plan lies inside it; the edges are a row
                     // of the validated CSR.
