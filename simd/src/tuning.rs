@@ -345,8 +345,8 @@ pub enum Streaming {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Chunking {
     /// Up to 8. The SIMD backend times [`Chunking::Narrow`] against it for
-    /// max/min with arg outputs where 8 chunks' state would not fit the
-    /// ISA's vector registers (`crate::kernels::spmm_may_narrow`).
+    /// max/min with arg outputs where the state of a chunk of 8 would not
+    /// fit the ISA's vector registers (`crate::kernels::spmm_may_narrow`).
     #[default]
     Auto,
     /// Up to 4: a max/min chunk's values, winner ordinals and NaN probe fit

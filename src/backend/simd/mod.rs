@@ -381,13 +381,15 @@ impl Backend for Simd {
             return Ok(());
         }
         // Max/min with arg outputs whose chunk state would spill at this
-        // ISA level (AVX2): the plain pass with narrow chunks is a nominee
-        // beside the model's first block plan. (A second plan, nominated
-        // where the L3 is not credible, gives it its place: blocked max/min
-        // took 1.3-2.8x the plain pass's time at d = 128 on the Zen 3 and
-        // Intel Xeon VMs, docs/PERFORMANCE.md.)
-        if tuning.chunking == Chunking::Auto
-            && matches!(tuning.blocking, Blocking::Auto)
+        // ISA level (AVX2; `spmm_may_narrow` also requires `Chunking::Auto`):
+        // the plain pass with narrow chunks is a nominee beside the model's
+        // first block plan. (A second plan, nominated where the L3 is not
+        // credible, gives it its place: blocked copy_u_max at d = 128 took
+        // 1.3-1.4x the plain pass's time on the model-207 Xeon VM and
+        // 1.9-5.0x on the Zen 3 VM,
+        // perf-reports/ablation/2026-12-01_xeon-m207_blocked-vs-plain-d128.tsv
+        // and 2026-12-01_zen3_avx2-max-chunk4.tsv.)
+        if matches!(tuning.blocking, Blocking::Auto)
             && kernels::spmm_may_narrow::<O, R, I>(&spmm_args(csr, call.reborrow()))
         {
             use trials::ChunkNominee;
