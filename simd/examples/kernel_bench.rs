@@ -23,25 +23,28 @@
 //!
 //! `--ops argback` (not in the default list) times copy_u_max's source
 //! gradient with the max/min backward's two kernels, `arg_pull` and
-//! `arg_scatter`, on the `arg_e` of one forward pass.
+//! `arg_scatter`, on the `arg_e` of one forward pass, and the `arg_e`
+//! screen the backward runs first (`first_bad_arg_row`).
 //!
 //! Prints one TSV line per case: graph, op, d, variant, median ms, GB/s
 //! against the minimum-traffic model of the case, checksum. `--dump DIR`
 //! writes the graph (`src.bin`, `dst.bin`, int32) so the DGL script
 //! (`perf-reports/ablation/dgl_side_by_side.py`) times the same edges.
 
+use gnnkern_simd::Index;
 use gnnkern_simd::buffer::aligned_filled;
 use gnnkern_simd::isa::{IsaLevel, with_level};
 use gnnkern_simd::kernels::{
     BlockedCsr, EdgeStaging, RangeChunks, SddmmArgs, SddmmOrder, SpmmArgs, StagingBuffer, arg_pull, arg_scatter,
-    edge_softmax, edge_softmax_ranges, prefers_edge_order, sddmm, sddmm_staging_into, softmax_may_stream,
-    softmax_ranges_shape, spmm, spmm_staging_into,
+    edge_softmax, edge_softmax_ranges, first_bad_arg_row, prefers_edge_order, sddmm, sddmm_staging_into,
+    softmax_may_stream, softmax_ranges_shape, spmm, spmm_staging_into,
 };
 use gnnkern_simd::layout::{BroadcastPlan, CsrView, EdgeDst, OperandShape};
 use gnnkern_simd::op::{self, BinaryOp, Reducer, Target};
 use gnnkern_simd::tuning::{
     Blocking, CacheInfo, Chunking, Staging, Streaming, Tiling, Tuning, active_tuning, cache_budget, with_tuning,
 };
+use rayon::prelude::*;
 use std::time::Instant;
 
 struct Rng(u64);
@@ -306,7 +309,7 @@ impl Bench<'_> {
     /// by column stripes (the two kernels the backend's trial times), on
     /// the `arg_e` of one forward pass over `x`, with `g` as the output
     /// gradient; the two results must be bitwise equal.
-    fn arg_backward(&self, d: usize, x: &[f32], g: &[f32], edge_src: &[i32]) {
+    fn arg_backward(&self, d: usize, x: &[f32], g: &[f32], (edge_src, edge_dst): (&[i32], &[i32])) {
         let plan = BroadcastPlan::new(OperandShape::of::<op::CopyLhs>(), &[d], &[]).unwrap();
         let (n, num_src) = (self.csr.num_rows(), self.csr.num_cols());
         let (mut out, mut arg_e) = (aligned_filled(n * d, 0f32), aligned_filled(n * d, 0i32));
@@ -340,6 +343,29 @@ impl Bench<'_> {
         }
         let bits = |x: &[f32]| x.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
         assert!(bits(&results[0]) == bits(&results[1]), "pulled and scattered gradients differ");
+        // The screen the backward runs on `arg_e` first, with either id
+        // type, split as the core crate splits it (tasks of 64 destinations).
+        let wide = |ids: &[i32]| ids.iter().map(|&i| i64::from(i)).collect::<Vec<_>>();
+        let (indptr, indices, eids) = (wide(self.csr.indptr()), wide(self.csr.indices()), wide(self.csr.eids()));
+        // SAFETY: the same validated CSR, widened.
+        let csr64 = unsafe { CsrView::new_unchecked(&indptr, &indices, &eids, num_src) };
+        let (dst64, arg64) = (wide(edge_dst), wide(&arg_e));
+        fn screen<I: Index>(csr: CsrView<'_, I>, edge_dst: &[I], arg_e: &[I], d: usize) {
+            let n = csr.num_rows();
+            let bad = (0..n.div_ceil(64))
+                .into_par_iter()
+                .find_map_first(|t| first_bad_arg_row(csr, edge_dst, arg_e, d, t * 64..n.min(t * 64 + 64)).unwrap());
+            assert_eq!(bad, None, "the forward's arg_e failed the screen");
+        }
+        for (variant, id_bytes) in [("arg_e screen", 4), ("arg_e screen, i64 ids", 8)] {
+            let ms = median_ms(self.reps, || match id_bytes {
+                4 => screen(self.csr, edge_dst, &arg_e, d),
+                _ => screen(csr64, &dst64, &arg64, d),
+            });
+            // arg_e and the in-CSR's edge ids read once.
+            let bytes = (id_bytes * (n * d + self.csr.num_edges())) as f64;
+            self.report("copy_u_max_backward", d, variant, ms, bytes, 0.0);
+        }
     }
 
     /// Edge softmax over `[E, heads]` logits: row order, two phases, and
@@ -569,7 +595,7 @@ fn run(args: &[String]) {
         let mut g = aligned_filled(n * dmax, 0f32);
         g.iter_mut().for_each(|v| *v = rng.unit() as f32 - 0.5);
         for &d in &ds {
-            b.arg_backward(d, &x[..n * d], &g[..n * d], &src);
+            b.arg_backward(d, &x[..n * d], &g[..n * d], (&src, &dst));
         }
     }
     if ops.contains("softmax") {

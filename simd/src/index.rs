@@ -41,10 +41,12 @@ pub trait Index: sealed::Sealed + Copy + Ord + Hash + Debug + Default + Send + S
     /// `ids` as `i32`s when `Self` is `i32` (for the vector id paths of
     /// [`crate::isa::Simd::edge_offsets`]), else `None`.
     fn as_i32s(ids: &[Self]) -> Option<&[i32]>;
+    /// `ids` as `i64`s when `Self` is `i64`, else `None`.
+    fn as_i64s(ids: &[Self]) -> Option<&[i64]>;
 }
 
 macro_rules! impl_index {
-    ($t:ty, $name:literal, $as_i32s:expr) => {
+    ($t:ty, $name:literal, $as_i32s:expr, $as_i64s:expr) => {
         impl Index for $t {
             const NAME: &'static str = $name;
             const MAX_USIZE: usize = <$t>::MAX as usize;
@@ -76,12 +78,15 @@ macro_rules! impl_index {
             fn as_i32s(ids: &[Self]) -> Option<&[i32]> {
                 ($as_i32s)(ids)
             }
+            fn as_i64s(ids: &[Self]) -> Option<&[i64]> {
+                ($as_i64s)(ids)
+            }
         }
     };
 }
 
-impl_index!(i32, "int32", Some);
-impl_index!(i64, "int64", |_| None);
+impl_index!(i32, "int32", Some, |_| None);
+impl_index!(i64, "int64", |_| None, Some);
 
 #[cfg(test)]
 mod tests {

@@ -112,15 +112,12 @@ fn check_operands<'a, I: Index>(
 /// `arg_e` of a max/min g-SpMM: `-1` exactly for destinations without
 /// in-edges, otherwise an in-edge of the element's destination.
 ///
-/// Checked in parallel, destinations in tasks of [`CHECK_ROWS_PER_TASK`]: each
-/// element looks up its edge's destination at random (`num_dst × out_len`
-/// lookups, 8 M at 2^16 destinations × 128, 11–15 ms on one core of the
-/// Intel Xeon VM of family 6 model 207, as long as the gradient pass
-/// itself), a vector of lookups at a time
-/// (`gnnkern_simd::kernels::first_bad_arg_row`), and only a bad row is
-/// checked element by element, for the error. The error names the first
-/// bad element in memory order whatever the thread count
-/// (`find_map_first`).
+/// Checked in parallel, destinations in tasks of [`CHECK_ROWS_PER_TASK`], by
+/// a vector screen (`gnnkern_simd::kernels::first_bad_arg_row`: each
+/// element compared with its destination's in-edge ids, or for hubs its
+/// edge's destination looked up at random); only a bad row is checked
+/// element by element, for the error. The error names the first bad
+/// element in memory order whatever the thread count (`find_map_first`).
 fn check_arg_e<I: Index>(graph: &Graph<I>, arg_e: &[I], out_len: usize) -> Result<()> {
     let expected = graph.num_dst() * out_len;
     if arg_e.len() != expected {
@@ -157,8 +154,7 @@ fn check_arg_e<I: Index>(graph: &Graph<I>, arg_e: &[I], out_len: usize) -> Resul
         let rows = first..first + rows.len() / out_len;
         // The vector screen finds the first bad row; the element-by-element
         // check words the error from there on.
-        let has_in_edges = |v: usize| !csr.row_range(v).is_empty();
-        match kernels::first_bad_arg_row(dst, graph.num_dst(), arg_e, out_len, rows.clone(), has_in_edges) {
+        match kernels::first_bad_arg_row(csr.view(), dst, arg_e, out_len, rows.clone()) {
             Ok(None) => None,
             Ok(Some(bad)) => (bad..rows.end).find_map(|v| check_row(v, &arg_e[v * out_len..(v + 1) * out_len])),
             // Not reached: the rows are whole rows of `arg_e`, whose length is checked above.
