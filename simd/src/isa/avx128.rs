@@ -75,6 +75,7 @@ impl Simd for Avx128 {
     /// xmm0-xmm15 (VEX encoding; xmm16-31 need AVX-512VL).
     const REGISTERS: usize = 16;
     const NAME: &'static str = "avx128";
+    const COMPARES_I64: bool = true;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

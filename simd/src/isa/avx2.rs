@@ -51,6 +51,7 @@ impl Simd for Avx2 {
     /// ymm0-ymm15.
     const REGISTERS: usize = 16;
     const NAME: &'static str = "avx2";
+    const COMPARES_I64: bool = true;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

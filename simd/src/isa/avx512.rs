@@ -61,6 +61,7 @@ impl Simd for Avx512 {
     /// zmm0-zmm31.
     const REGISTERS: usize = 32;
     const NAME: &'static str = "avx512";
+    const COMPARES_I64: bool = true;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

@@ -24,6 +24,7 @@ impl Simd for Portable {
     /// On x86-64, 16 xmm registers of 4 lanes hold 8 vectors of 8.
     const REGISTERS: usize = 8;
     const NAME: &'static str = "portable";
+    const COMPARES_I64: bool = false;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

@@ -36,7 +36,9 @@ use crate::layout::CsrView;
 const ROW_STRIDE: usize = 16;
 
 /// Ids compared at once by the membership test: one 512-bit vector of
-/// `i32`, two of `i64`; the compiler lowers the fixed-size loops to them.
+/// `i32`, two of `i64`; the compiler lowers the fixed-size loops to them
+/// (`i64` only where the level compares them natively,
+/// [`Simd::COMPARES_I64`]).
 const WIDTH: usize = 16;
 
 /// The largest in-degree that a row of `row_len` ids checks by membership.
@@ -127,7 +129,9 @@ impl<I: Index> Task for Screen<'_, I> {
                 if let (Some(ids), Some(set)) = (I::as_i32s(row), I::as_i32s(in_edges)) {
                     return !all_in(ids, set);
                 }
-                if let (Some(ids), Some(set)) = (I::as_i64s(row), I::as_i64s(in_edges)) {
+                if S::COMPARES_I64
+                    && let (Some(ids), Some(set)) = (I::as_i64s(row), I::as_i64s(in_edges))
+                {
                     return !all_in(ids, set);
                 }
             }
