@@ -92,9 +92,9 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// Whether `i64` lanes compare for equality in one instruction
     /// (`vpcmpeqq`: AVX2 and up), so that plain Rust comparing arrays of
     /// `i64` vectorises. SSE2 has no such compare and the compiler emulates
-    /// it: the `arg_e` screen's `i64` membership test ran 8× slower than the
-    /// lookups it replaces there (56 against 6.8 ms, uniform 2^16 / 2^20,
-    /// d = 128; `kernels/arg_check.rs`).
+    /// it: the `arg_e` screen's `i64` membership test ran 7–8× slower than
+    /// the lookups it replaces there (56 against 6.8–8.1 ms, uniform 2^16 /
+    /// 2^20, d = 128; `kernels/arg_check.rs`).
     const COMPARES_I64: bool;
 
     /// Runs `task` compiled for this ISA: the one place target features are

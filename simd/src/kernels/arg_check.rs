@@ -8,12 +8,13 @@
 //!   [`membership_max_degree`]):
 //!   `v`'s in-edges are its in-CSR slots, `eids[indptr[v]..indptr[v+1]]`,
 //!   one contiguous run that the screen reads in row order anyway. Each of
-//!   them is compared with a whole vector of the row's ids (AVX-512: one
-//!   `vpcmpeqd`/`vpcmpeqq` into a k-mask per 16 ids, ORed), and the row is
-//!   good when every lane found its edge. That is `deg × row_len / 16`
+//!   them is compared with a whole vector of the row's ids (AVX-512: per
+//!   16 ids one `vpcmpeqd` into a k-mask, or two `vpcmpeqq` for `i64`,
+//!   ORed), and the row is good when every lane found its edge. That is `deg × row_len / 16`
 //!   compares and no random load: at degree 16 and d = 128, 128 compares
 //!   for the row against the lookup's 128 random loads.
-//! - **lookup** (hubs, and rows of one vector): one random `edge_dst[e]`
+//! - **lookup** (hubs, rows of one vector, and `i64` ids at levels without
+//!   a 64-bit compare, [`Simd::COMPARES_I64`]): one random `edge_dst[e]`
 //!   load per element, 16 at a time with `i32` ids ([`Simd::edge_offsets`]:
 //!   one `vpgatherdd` per 16 lanes), one by one with `i64`, whose cost does
 //!   not grow with the degree. Element by element,
@@ -175,23 +176,20 @@ trait LaneId: Copy + PartialEq {
     fn or_found(self, eq: bool) -> Self;
 }
 
-impl LaneId for i32 {
-    const FOUND: Self = -1;
-    const NOT_FOUND: Self = 0;
-    #[inline(always)]
-    fn or_found(self, eq: bool) -> Self {
-        self | -i32::from(eq)
-    }
+macro_rules! impl_lane_id {
+    ($($t:ty),*) => {$(
+        impl LaneId for $t {
+            const FOUND: Self = -1;
+            const NOT_FOUND: Self = 0;
+            #[inline(always)]
+            fn or_found(self, eq: bool) -> Self {
+                self | -<$t>::from(eq)
+            }
+        }
+    )*};
 }
 
-impl LaneId for i64 {
-    const FOUND: Self = -1;
-    const NOT_FOUND: Self = 0;
-    #[inline(always)]
-    fn or_found(self, eq: bool) -> Self {
-        self | -i64::from(eq)
-    }
-}
+impl_lane_id!(i32, i64);
 
 /// Whether every id of `ids` is one of `set` (not empty). Whole vectors
 /// of [`WIDTH`] ids go in groups of up to 8, so each member is compared
