@@ -402,6 +402,42 @@ fn max_min_args_of_all_infinite_rows_are_the_first_edge() {
     }
 }
 
+/// A blocked max/min keeps each lane's winner between blocks as an ordinal
+/// in its row, one, two or four bytes wide by the graph's largest degree:
+/// hubs of 300 and 70,000 in-edges (from 400 sources, so in every block
+/// of the tiny blocks) take the two wider forms; the other graphs the
+/// narrowest. Each pass against the reference and the plain pass.
+#[test]
+#[cfg_attr(miri, ignore = "70,000-edge rows: hours under Miri")]
+fn blocked_max_min_state_holds_wide_row_ordinals() {
+    fn suite<I: Index>(seed: u64) {
+        let mut rng = Rng::new(seed);
+        for hub in [300, 70_000] {
+            let (mut src, mut dst) = ((0..hub).map(|i| (i * 7) % 400).collect::<Vec<_>>(), vec![1; hub]);
+            for _ in 0..600 {
+                src.push(rng.below(400));
+                dst.push(rng.below(5));
+            }
+            let g = Graph::<I>::from_coo(400, 5, ids(src), ids(dst)).expect("valid graph");
+            for d in [1, 17] {
+                for (op, lt, rt, ls, rs) in message_cases(d).into_iter().take(3) {
+                    for reduce in [ReduceKind::Max, ReduceKind::Min] {
+                        check_spmm(
+                            &format!("hub of {hub}"),
+                            &g,
+                            SpmmSpec::new(op, lt, rt, reduce),
+                            (&ls, &rs),
+                            &mut rng,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    suite::<i32>(11);
+    suite::<i64>(12);
+}
+
 #[test]
 fn blocked_layout_is_built_once_and_reported() {
     let g = &graphs::<i32>(9)[1].1;

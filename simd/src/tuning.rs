@@ -40,7 +40,7 @@
 //!   gather hits the cache, `E·L·LINE_CACHED`, but each block streams
 //!   destination rows again (g-SpMM's output rows, read and written;
 //!   g-SDDMM's destination operand rows, read; with max/min arg outputs
-//!   the row's winning slots too, counted in `L_d`):
+//!   the row's winning ordinals too, counted in `L_d`):
 //!   `(read + written)·L_d·LINE_STREAMED`, where the
 //!   `touched ≈ Nd·nb·(1 − (1 − 1/nb)^deg)` rows are read and (g-SpMM)
 //!   written, or all `Nd·nb` are read where the touched rows lie less than
@@ -454,9 +454,9 @@ pub struct GatherShape {
     /// Bytes of the destination row a blocked pass re-streams per entry
     /// (g-SpMM: the output row; g-SDDMM: the destination operand row).
     pub dst_row_bytes: usize,
-    /// Bytes of winning-slot indices a blocked max/min pass keeps beside
-    /// that row and re-streams with it (one index per output element, when
-    /// arg outputs are wanted; else 0). The plain pass writes as many.
+    /// Bytes of the max/min state a blocked pass keeps beside that row and
+    /// re-streams with it (one winning ordinal of 1, 2 or 4 bytes per output
+    /// element, when arg outputs are wanted; else 0).
     pub winner_row_bytes: usize,
     /// Whether that row is also written back (g-SpMM accumulates into it).
     pub dst_rows_written: bool,
@@ -703,13 +703,21 @@ mod tests {
             let sources: Vec<usize> = plans.iter().map(|p| p.block_sources).collect();
             assert_eq!(sources, expected, "L3 of {l3_mib} MiB");
         }
-        // Max/min with arg outputs re-stream each row's winning slots too
-        // (i32 ids: as many bytes again), so a row in ~7 of 8 blocks no
-        // longer pays; 4 blocks still might (the trial decides).
+        // Max/min with arg outputs re-stream each row's winning ordinals
+        // too: with 4-byte ones (as many bytes again) a row in ~7 of 8
+        // blocks no longer pays, 4 blocks still might (the trial decides).
         let with_args = GatherShape { winner_row_bytes: 512, ..sh };
         let budgets = CacheInfo::finish(48 << 10, 2 << 20, 260 << 20, 2).blocking_budgets();
         let plans = plan_blocking_among(&with_args, Tuning::default(), &budgets, uniform);
         assert_eq!(plans, [BlockPlan { block_sources: 266_240, tile_bytes: 512 }]);
+        // One-byte ordinals (degrees up to 256) cost a quarter of that, and
+        // 8 blocks are nominated again.
+        let narrow = GatherShape { winner_row_bytes: 128, ..sh };
+        let sources: Vec<usize> = plan_blocking_among(&narrow, Tuning::default(), &budgets, uniform)
+            .iter()
+            .map(|p| p.block_sources)
+            .collect();
+        assert_eq!(sources, [266_240, 133_120]);
         let budgets = [120 << 20, 60 << 20];
         let rmat = plan_blocking_among(&sh, Tuning::default(), &budgets, |_| 0.91);
         assert!(rmat.is_empty(), "hot sources stay cached in the plain pass: {rmat:?}");

@@ -239,6 +239,11 @@ impl Simd for Avx128 {
         unsafe { _mm_storeu_si128(ptr.cast(), v) }
     }
     #[inline(always)]
+    unsafe fn load_i32(self, ptr: *const i32) -> __m128i {
+        // SAFETY: the token proves SSE2; the caller guarantees 4 readable ints.
+        unsafe { _mm_loadu_si128(ptr.cast()) }
+    }
+    #[inline(always)]
     unsafe fn gather_i32(self, table: *const i32, idx: __m128i, out: *mut i32, n: usize) {
         // SAFETY: forwarded from the caller.
         unsafe { gather_by_lane(table, idx, out, n) }

@@ -215,6 +215,11 @@ impl Simd for Avx2 {
         unsafe { _mm256_storeu_si256(ptr.cast(), v) }
     }
     #[inline(always)]
+    unsafe fn load_i32(self, ptr: *const i32) -> __m256i {
+        // SAFETY: the token proves AVX; the caller guarantees 8 readable ints.
+        unsafe { _mm256_loadu_si256(ptr.cast()) }
+    }
+    #[inline(always)]
     unsafe fn gather_i32(self, table: *const i32, idx: __m256i, out: *mut i32, n: usize) {
         // SAFETY: the token proves AVX2; masked-off lanes are neither read
         // nor written, the caller guarantees the others.

@@ -225,6 +225,36 @@ impl Simd for Avx512 {
         unsafe { _mm512_storeu_si512(ptr.cast(), v) }
     }
     #[inline(always)]
+    unsafe fn load_i32(self, ptr: *const i32) -> __m512i {
+        // SAFETY: the token proves AVX-512F; the caller guarantees 16 readable ints.
+        unsafe { _mm512_loadu_si512(ptr.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn load_narrow_i32(self, ptr: *const u8, bytes: usize, n: usize) -> __m512i {
+        // SAFETY: the token proves AVX-512F/BW/VL; masked-off lanes are not
+        // read, the caller guarantees the `n` others.
+        unsafe {
+            let k = tail_mask(n);
+            match bytes {
+                1 => _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, ptr.cast())),
+                2 => _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, ptr.cast())),
+                _ => _mm512_maskz_loadu_epi32(k, ptr.cast()),
+            }
+        }
+    }
+    #[inline(always)]
+    unsafe fn store_narrow_i32(self, ptr: *mut u8, bytes: usize, v: __m512i, n: usize) {
+        // SAFETY: as for `load_narrow_i32`; masked-off lanes are not written.
+        unsafe {
+            let k = tail_mask(n);
+            match bytes {
+                1 => _mm_mask_storeu_epi8(ptr.cast(), k, _mm512_cvtepi32_epi8(v)),
+                2 => _mm256_mask_storeu_epi16(ptr.cast(), k, _mm512_cvtepi32_epi16(v)),
+                _ => _mm512_mask_storeu_epi32(ptr.cast(), k, v),
+            }
+        }
+    }
+    #[inline(always)]
     unsafe fn gather_i32(self, table: *const i32, idx: __m512i, out: *mut i32, n: usize) {
         // One `vpgatherdd` for 16 lanes where a scalar loop spends ~5
         // instructions per lane: copy_u_max at d = 32 looks up 32 ids per

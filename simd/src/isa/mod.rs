@@ -176,6 +176,59 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// # Safety
     /// `ptr` must be valid for writing `LANES` `i32`s.
     unsafe fn store_i32(self, ptr: *mut i32, v: Self::I32);
+    /// Loads `LANES` `i32` values.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reading `LANES` `i32`s.
+    unsafe fn load_i32(self, ptr: *const i32) -> Self::I32;
+    /// The first `n <= LANES` unsigned integers of `bytes` bytes each (1, 2
+    /// or 4; 4 holds values below 2^31) at `ptr`, zero-extended into `i32`
+    /// lanes; the other lanes are 0. Lane by lane through a buffer unless a
+    /// level has widening loads (AVX-512: `vpmovzxbd`/`vpmovzxwd` of a
+    /// masked load).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reading `n · bytes` bytes and aligned to `bytes`.
+    #[inline(always)]
+    unsafe fn load_narrow_i32(self, ptr: *const u8, bytes: usize, n: usize) -> Self::I32 {
+        debug_assert!(n <= Self::LANES && Self::LANES <= 16);
+        let mut lanes = [0i32; 16];
+        for (l, lane) in lanes[..n].iter_mut().enumerate() {
+            // SAFETY: element `l < n` of the caller's range, aligned.
+            *lane = unsafe {
+                match bytes {
+                    1 => i32::from(*ptr.add(l)),
+                    2 => i32::from(*ptr.cast::<u16>().add(l)),
+                    _ => *ptr.cast::<i32>().add(l),
+                }
+            };
+        }
+        // SAFETY: `lanes` holds 16 >= LANES ints.
+        unsafe { self.load_i32(lanes.as_ptr()) }
+    }
+    /// Stores the first `n <= LANES` lanes of `v`, each truncated to its
+    /// low `bytes` bytes (1, 2 or 4), at `ptr`; memory past them is not
+    /// touched. The inverse of [`Simd::load_narrow_i32`] for lanes that fit.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writing `n · bytes` bytes and aligned to `bytes`.
+    #[inline(always)]
+    unsafe fn store_narrow_i32(self, ptr: *mut u8, bytes: usize, v: Self::I32, n: usize) {
+        debug_assert!(n <= Self::LANES && Self::LANES <= 16);
+        let mut lanes = [0i32; 16];
+        // SAFETY: `lanes` holds 16 >= LANES ints.
+        unsafe { self.store_i32(lanes.as_mut_ptr(), v) };
+        for (l, &lane) in lanes[..n].iter().enumerate() {
+            // SAFETY: element `l < n` of the caller's range, aligned.
+            unsafe {
+                match bytes {
+                    1 => *ptr.add(l) = lane as u8,
+                    2 => *ptr.cast::<u16>().add(l) = lane as u16,
+                    _ => *ptr.cast::<i32>().add(l) = lane,
+                }
+            }
+        }
+    }
     /// `out[l] = table[idx[l]]` for the first `n <= LANES` lanes (the ids of
     /// winning edges, looked up by ordinal); lanes past `n` are not read.
     ///
@@ -376,7 +429,8 @@ mod tests {
 
     /// `load_partial` of `n < LANES` floats from a buffer of exactly `n`
     /// (Miri faults a read past it) gives them and zeros; `store_partial`
-    /// of `n` lanes changes exactly the first `n` floats of a buffer.
+    /// of `n` lanes changes exactly the first `n` floats of a buffer; the
+    /// `i32` load and the id gathers through it likewise.
     #[derive(Clone, Copy)]
     struct Partials;
 
@@ -398,6 +452,55 @@ mod tests {
                 unsafe { s.store_partial(to.as_mut_ptr(), s.load(want.as_ptr()), n) };
                 let kept: Vec<f32> = (0..S::LANES).map(|i| if i < n { want[i] } else { -1.0 }).collect();
                 assert_eq!(to, kept, "{}: store_partial({n})", S::NAME);
+            }
+            // Integer lanes: a loaded index vector gathers exactly the first
+            // `n` ids and writes nothing past them.
+            let idx: Vec<i32> = (0..S::LANES as i32).map(|l| (l * 5 + 3) % 17).collect();
+            let table: Vec<i64> = (0..17).map(|i| 100 + i).collect();
+            let table32: Vec<i32> = table.iter().map(|&t| t as i32).collect();
+            let mut round = vec![0i32; S::LANES];
+            // SAFETY: `idx` and `round` hold LANES ints.
+            unsafe { s.store_i32(round.as_mut_ptr(), s.load_i32(idx.as_ptr())) };
+            assert_eq!(round, idx, "{}: load_i32", S::NAME);
+            for n in 0..=S::LANES {
+                let (mut got32, mut got64) = (vec![-1i32; S::LANES], vec![-1i64; S::LANES]);
+                // SAFETY: every index is below 17, the tables' length; the
+                // outputs hold LANES >= n ids.
+                unsafe {
+                    let v = s.load_i32(idx.as_ptr());
+                    s.gather_i32(table32.as_ptr(), v, got32.as_mut_ptr(), n);
+                    s.gather_i64(table.as_ptr(), v, got64.as_mut_ptr(), n);
+                }
+                let want: Vec<i64> = (0..S::LANES).map(|l| if l < n { table[idx[l] as usize] } else { -1 }).collect();
+                assert_eq!(got64, want, "{}: gather_i64({n})", S::NAME);
+                assert_eq!(got32, want.iter().map(|&w| w as i32).collect::<Vec<_>>(), "{}: gather_i32({n})", S::NAME);
+            }
+            // Narrow integers: `n` lanes out, exactly `n · bytes` bytes
+            // written, and back zero-extended with zeros past `n`.
+            let wide: Vec<i32> = (0..S::LANES as i32).map(|l| l * 97 + 0xF0).collect();
+            for bytes in [1usize, 2, 4] {
+                let fit = |x: i32| if bytes == 4 { x } else { x & ((1 << (8 * bytes)) - 1) };
+                for n in 0..=S::LANES {
+                    let mut mem = vec![0xA5u8; 16 * 4 + 4];
+                    // SAFETY: `wide` holds LANES ints; `mem` holds 68 >= n ·
+                    // bytes bytes, and its 4-aligned start is aligned to `bytes`.
+                    let back = unsafe {
+                        let at = mem.as_mut_ptr().add(mem.as_ptr().align_offset(4));
+                        s.store_narrow_i32(at, bytes, s.load_i32(wide.as_ptr()), n);
+                        let mut back = vec![-1i32; S::LANES];
+                        s.store_i32(back.as_mut_ptr(), s.load_narrow_i32(at, bytes, n));
+                        back
+                    };
+                    let want: Vec<i32> = (0..S::LANES).map(|l| if l < n { fit(wide[l]) } else { 0 }).collect();
+                    assert_eq!(back, want, "{}: narrow {bytes}-byte lanes, n = {n}", S::NAME);
+                    let start = mem.as_ptr().align_offset(4);
+                    let untouched = mem.iter().enumerate().filter(|&(i, _)| i < start || i >= start + n * bytes);
+                    assert!(
+                        untouched.into_iter().all(|(_, &b)| b == 0xA5),
+                        "{}: store_narrow_i32({bytes}, {n}) wrote past its lanes",
+                        S::NAME
+                    );
+                }
             }
         }
     }

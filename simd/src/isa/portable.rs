@@ -141,6 +141,11 @@ impl Simd for Portable {
         unsafe { ptr.cast::<[i32; L]>().write_unaligned(v) }
     }
     #[inline(always)]
+    unsafe fn load_i32(self, ptr: *const i32) -> [i32; L] {
+        // SAFETY: the caller guarantees `L` readable ints; unaligned read.
+        unsafe { ptr.cast::<[i32; L]>().read_unaligned() }
+    }
+    #[inline(always)]
     unsafe fn gather_i32(self, table: *const i32, idx: [i32; L], out: *mut i32, n: usize) {
         for (l, &i) in idx[..n].iter().enumerate() {
             // SAFETY: the caller guarantees both addresses for `l < n`.

@@ -33,8 +33,11 @@
 
 use super::common::{SharedMut, balanced_bounds, num_parts};
 use crate::Index;
+use crate::buffer::{AlignedVec, aligned_with_capacity};
 use crate::layout::CsrView;
 use rayon::prelude::*;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Source blocks of one in-CSR (see the module docs).
 #[derive(Debug)]
@@ -58,6 +61,17 @@ pub struct BlockedCsr<I: Index> {
     cols: Vec<I>,
     /// Edge id of each slot, block-major.
     eids: Vec<I>,
+    /// Position of each entry's first slot within its CSR row (the row's
+    /// slots in lower blocks): a slot's row ordinal is this plus its place
+    /// in the entry, which is what a blocked max/min keeps between blocks.
+    row_offsets: Vec<I>,
+    /// The largest row degree.
+    max_degree: usize,
+    /// Scratch a blocked max/min pass keeps its state in
+    /// ([`BlockedCsr::with_scratch`]), kept for the layout's later calls.
+    scratch: Mutex<AlignedVec<u8>>,
+    /// Its capacity, for [`BlockedCsr::bytes`] without taking the lock.
+    scratch_bytes: AtomicUsize,
 }
 
 /// [`BlockedCsr`] entry bit: the row's first entry.
@@ -116,8 +130,10 @@ impl<I: Index> BlockedCsr<I> {
         let mut rows = vec![I::default(); next.entries];
         let mut cum = vec![I::default(); next.entries + 1];
         let mut ends = vec![0u8; next.entries];
+        let mut row_offsets = vec![I::default(); next.entries];
         let (mut cols, mut eids) = (vec![I::default(); e], vec![I::default(); e]);
         let (rows_w, cum_w, ends_w) = (SharedMut::new(&mut rows), SharedMut::new(&mut cum), SharedMut::new(&mut ends));
+        let offsets_w = SharedMut::new(&mut row_offsets);
         let (cols_w, eids_w) = (SharedMut::new(&mut cols), SharedMut::new(&mut eids));
         let (indices, csr_eids) = (csr.indices(), csr.eids());
         bounds.par_windows(2).zip(starts).for_each(|(w, mut next)| {
@@ -129,9 +145,11 @@ impl<I: Index> BlockedCsr<I> {
                 // every other (part, block) pair's, and inside the arrays
                 // (whose lengths are the totals); this closure writes only
                 // inside them, so no element is written twice or by two
-                // threads. `cum` has one more element than `rows`, `ends` as many.
+                // threads. `cum` has one more element than `rows`, `ends` and
+                // `row_offsets` as many.
                 unsafe {
                     *rows_w.at(at.entries) = I::from_usize(v);
+                    *offsets_w.at(at.entries) = I::from_usize(slots.start - indptr[v].to_usize());
                     *cum_w.at(at.entries + 1) = I::from_usize(end);
                     let (opens, closes) = (slots.start == indptr[v].to_usize(), slots.end == indptr[v + 1].to_usize());
                     *ends_w.at(at.entries) = if opens { OPENS } else { 0 } | if closes { CLOSES } else { 0 };
@@ -153,6 +171,10 @@ impl<I: Index> BlockedCsr<I> {
             ends,
             cols,
             eids,
+            row_offsets,
+            max_degree: (0..n).map(|v| csr.degree(v)).max().unwrap_or(0),
+            scratch: Mutex::new(aligned_with_capacity(0)),
+            scratch_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -174,8 +196,32 @@ impl<I: Index> BlockedCsr<I> {
     /// Heap bytes of the layout.
     pub fn bytes(&self) -> usize {
         self.block_ptr.len() * std::mem::size_of::<usize>()
-            + (self.rows.len() + self.cum.len() + self.cols.len() + self.eids.len()) * std::mem::size_of::<I>()
+            + (self.rows.len() + self.cum.len() + self.cols.len() + self.eids.len() + self.row_offsets.len())
+                * std::mem::size_of::<I>()
             + self.ends.len()
+            + self.scratch_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Runs `f` on at least `bytes` bytes of line-aligned scratch, whose
+    /// contents are unspecified and may be uninitialised: `f` writes every
+    /// byte it reads first. The layout keeps the buffer for its later calls
+    /// (reported by [`BlockedCsr::bytes`]): a fresh one per call paid the
+    /// kernel's zeroing of every page on first touch, 128 MiB for a blocked
+    /// copy_u_max at 2^20 rows of d = 128, which made RMAT 2^20 / 2^24 at
+    /// d = 32 take 1.3-1.5x as long
+    /// (`perf-reports/ablation/2026-12-04_xeon-m167_blocked-max-state.tsv`).
+    /// A concurrent call on the same layout gets a fresh buffer.
+    pub(crate) fn with_scratch<R>(&self, bytes: usize, f: impl FnOnce(SharedMut<u8>) -> R) -> R {
+        match self.scratch.try_lock() {
+            Ok(mut kept) => {
+                if kept.capacity() < bytes {
+                    *kept = aligned_with_capacity(bytes);
+                    self.scratch_bytes.store(kept.capacity(), Ordering::Relaxed);
+                }
+                f(SharedMut::from_capacity(&mut kept))
+            }
+            Err(_) => f(SharedMut::from_capacity(&mut aligned_with_capacity(bytes))),
+        }
     }
 
     /// Whether the layout was built from a CSR of this shape: what keeps its
@@ -207,6 +253,18 @@ impl<I: Index> BlockedCsr<I> {
     #[inline(always)]
     pub(crate) fn closes_row(&self, j: usize) -> bool {
         self.ends[j] & CLOSES != 0
+    }
+
+    /// How many of entry `j`'s row's slots lie in lower blocks: the row
+    /// ordinal (position in CSR row order) of the entry's first slot.
+    #[inline(always)]
+    pub(crate) fn row_offset(&self, j: usize) -> usize {
+        self.row_offsets[j].to_usize()
+    }
+
+    /// The largest row degree of the CSR the layout was built from.
+    pub(crate) fn max_degree(&self) -> usize {
+        self.max_degree
     }
 
     /// Slots before entry `j` (over all blocks): the weight prefix for balancing.
@@ -307,7 +365,11 @@ mod tests {
         // Row 0 closes in block 2, row 2 too.
         let closes: Vec<bool> = (0..5).map(|j| b.closes_row(j)).collect();
         assert_eq!(closes, [false, false, false, true, true]);
-        assert_eq!(b.bytes(), 4 * 8 + (5 + 6 + 8 + 8) * 4 + 5);
+        // Row 0's entries start at its slots 0, 2 and 4; row 2's at 0 and 2.
+        let offsets: Vec<usize> = (0..5).map(|j| b.row_offset(j)).collect();
+        assert_eq!(offsets, [0, 0, 2, 4, 2]);
+        assert_eq!(b.max_degree(), 5);
+        assert_eq!(b.bytes(), 4 * 8 + (5 + 6 + 8 + 8 + 5) * 4 + 5);
     }
 
     #[test]
@@ -359,13 +421,18 @@ mod tests {
                     last[v] = Some(j);
                 }
             }
+            // An entry's row offset counts its row's slots in lower blocks.
+            let mut seen = vec![0; n];
             for blk in 0..b.num_blocks() {
                 for j in b.block(blk) {
-                    let v = b.entry(j).0;
+                    let (v, slots) = b.entry(j);
                     assert_eq!(b.opens_row(j), first[v] == Some(j), "block size {bs}, entry {j}");
                     assert_eq!(b.closes_row(j), last[v] == Some(j), "block size {bs}, entry {j}");
+                    assert_eq!(b.row_offset(j), seen[v], "block size {bs}, entry {j}");
+                    seen[v] += slots.len();
                 }
             }
+            assert_eq!(b.max_degree(), per_row);
         }
     }
 }

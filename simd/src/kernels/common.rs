@@ -270,6 +270,13 @@ impl<T> SharedMut<T> {
         Self { ptr: data.as_mut_ptr(), len: data.len() }
     }
 
+    /// The whole capacity of `buf`, initialised or not: scratch whose
+    /// users write every element before they read it (and state so at
+    /// their `unsafe` accesses).
+    pub fn from_capacity(buf: &mut crate::buffer::AlignedVec<T>) -> Self {
+        Self { ptr: buf.as_mut_ptr(), len: buf.capacity() }
+    }
+
     /// Pointer to element `i`.
     ///
     /// # Safety

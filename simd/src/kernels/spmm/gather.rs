@@ -79,7 +79,7 @@ pub(super) unsafe fn accumulate<
             let e = if ctx.needs_eid { ctx.edge_row(k) } else { 0 };
             let lrow = if O::USE_LHS { ctx.lhs.row(u, e, v) } else { std::ptr::null() };
             let rrow = if O::USE_RHS { ctx.rhs.row(u, e, v) } else { std::ptr::null() };
-            let kk = s.splat_i32((k - edges.start) as i32);
+            let kk = s.splat_i32(acc.base + (k - edges.start) as i32);
             let mut msgs = [zero; V];
             for (i, sl) in slots.iter().enumerate() {
                 let a = if O::USE_LHS { ctx.lhs.fetch(s, lrow, sl.lhs, sl.len) } else { zero };
@@ -206,7 +206,7 @@ unsafe fn dense_loop<
         unsafe {
             rows.prefetch::<S, RHS>(s, k + rows.prefetch);
             let (row, erow) = rows.at::<RHS>(k);
-            let kk = s.splat_i32((k - first) as i32);
+            let kk = s.splat_i32(acc.base + (k - first) as i32);
             let one = if RHS == EdgeOperand::ONE_SCALAR { s.splat(*erow.add(rows.rhs[0])) } else { s.splat(0.0) };
             let mut msgs = [one; V];
             for (i, msg) in msgs.iter_mut().enumerate() {

@@ -7,20 +7,23 @@
 //!     for v in rows:
 //!       for chunk of ≤ 8 output vectors:          <- accumulators in registers (≤ 4: `Chunking::Narrow`)
 //!         for k in row(v): gather lhs/rhs rows of edge k, acc = ρ(acc, φ(..))
-//!         store acc (mean: / deg; max/min: per-lane winning slot -> arg ids)
+//!         store acc (mean: / deg; max/min: per-lane winning ordinal -> arg ids)
 //! blocked pass (traffic model says so, see `tuning`):
 //!   for tile in feature tiles:                   <- N-dim tiling: out tile stays cached
 //!     for block in source blocks (ascending):    <- K-dim blocking: all threads share one block
 //!       par over nnz-balanced entries of the block:
 //!         same chunk loop over the row's slots in this block, acc loaded from out
-//!         (the row's first block: acc = identity, stores streamed; its last: mean / deg)
-//!   par finalize rows (empty rows, arg ids)
+//!         (max/min: ordinals from the layout's scratch, 1/2/4 bytes each)
+//!         (the row's first block: acc = identity, stores streamed;
+//!          its last: mean / deg, max/min: ordinals -> arg ids)
+//!   par fill empty rows
 //! ```
 //!
-//! Max/min keep, per lane, the row-relative ordinal of the winning edge in
-//! an `i32` vector (`select` on the `replaces` mask: strictly better, or the
-//! first NaN), turned into `arg_u`/`arg_e` after the row by one vector
-//! gather of the row's ids per output vector ([`Simd::gather_i32`]). A lane
+//! Max/min keep, per lane, the ordinal of the winning edge in its row's
+//! CSR order in an `i32` vector (`select` on the `replaces` mask: strictly
+//! better, or the first NaN), turned into `arg_u`/`arg_e` after the row
+//! (the blocked pass: after its last block) by one vector gather of the
+//! row's ids per output vector ([`Simd::gather_i32`]). A lane
 //! that no message replaced saw only messages equal to the identity (±inf):
 //! its winner is the row's first edge, as in the reference. With no arg
 //! outputs requested, the ordinal bookkeeping is compiled out
@@ -40,7 +43,10 @@ use crate::error::{KernelError, check_len};
 use crate::isa::{Simd, Task, active_level, with_token};
 use crate::layout::{BroadcastPlan, CsrView};
 use crate::op::{BinaryOp, Reducer, Target};
-use crate::tuning::{BlockPlan, Chunking, GatherShape, Staging, Streaming, active_tuning, cache_budget, plan_blocking};
+use crate::tuning::{
+    BlockPlan, Blocking, Chunking, GatherShape, Staging, Streaming, active_tuning, blocking_budgets, cache_budget,
+    plan_blocking,
+};
 use std::marker::PhantomData;
 
 mod blocked_pass;
@@ -48,7 +54,7 @@ mod gather;
 mod plain;
 mod reduce;
 
-use blocked_pass::blocked_pass;
+use blocked_pass::{StateWidth, blocked_pass};
 use plain::plain_pass;
 
 /// Output vectors whose accumulators live in registers at once: 8 zmm
@@ -92,18 +98,31 @@ pub fn spmm_blocking<O: BinaryOp, I: Index>(args: &SpmmArgs<'_, I>, hot: impl Fn
         return Vec::new();
     }
     let gathered = |used: bool, target: Target, len: usize| if used && target == Target::Src { len * 4 } else { 0 };
+    let gathered_row_bytes = gathered(O::USE_LHS, args.lhs_target, args.plan.lhs_len)
+        + gathered(O::USE_RHS, args.rhs_target, args.plan.rhs_len);
+    // Max/min with arg outputs re-stream their state, one ordinal per output
+    // element as wide as the largest degree needs (`StateWidth`). The rows
+    // are scanned for it only where the model may nominate blocking at all:
+    // the gathered rows exceed the smallest budget.
+    let mut winner_bytes = 0;
+    let budget = blocking_budgets().iter().copied().min().unwrap_or(0);
+    if (args.arg_u.is_some() || args.arg_e.is_some()) && args.csr.num_cols().saturating_mul(gathered_row_bytes) > budget
+    {
+        let max_degree = (0..args.csr.num_rows()).map(|v| args.csr.degree(v)).max().unwrap_or(0);
+        match StateWidth::for_degree(max_degree) {
+            Some(width) => winner_bytes = width as usize,
+            // The blocked pass runs plain for such rows (`spmm`).
+            None if active_tuning().blocking == Blocking::Auto => return Vec::new(),
+            None => {}
+        }
+    }
     let shape = GatherShape {
         num_src: args.csr.num_cols(),
         num_dst: args.csr.num_rows(),
         num_edges: args.csr.num_edges(),
-        gathered_row_bytes: gathered(O::USE_LHS, args.lhs_target, args.plan.lhs_len)
-            + gathered(O::USE_RHS, args.rhs_target, args.plan.rhs_len),
+        gathered_row_bytes,
         dst_row_bytes: args.plan.out_len * 4,
-        winner_row_bytes: if args.arg_u.is_some() || args.arg_e.is_some() {
-            args.plan.out_len * std::mem::size_of::<I>()
-        } else {
-            0
-        },
+        winner_row_bytes: args.plan.out_len * winner_bytes,
         dst_rows_written: true,
         index_bytes: std::mem::size_of::<I>(),
     };
@@ -285,10 +304,22 @@ impl<O: BinaryOp, R: Reducer, I: Index> Task for SpmmEntry<'_, '_, O, R, I> {
                         actual: layout.num_entries(),
                     });
                 }
-                if args {
-                    blocked_pass::<O, R, I, S, true>(s, &ctx, layout, tile_bytes, out, arg_u, arg_e);
-                } else {
-                    blocked_pass::<O, R, I, S, false>(s, &ctx, layout, tile_bytes, out, None, None);
+                match (args, StateWidth::for_degree(layout.max_degree())) {
+                    (true, Some(width)) => {
+                        blocked_pass::<O, R, I, S, true>(s, &ctx, (layout, tile_bytes), out, arg_u, arg_e, width)
+                    }
+                    // Rows of 2^31 edges or more: their ordinals do not fit
+                    // the blocked pass's state.
+                    (true, None) => plain_pass::<O, R, I, S, true>(s, &ctx, out, arg_u, arg_e),
+                    (false, _) => blocked_pass::<O, R, I, S, false>(
+                        s,
+                        &ctx,
+                        (layout, tile_bytes),
+                        out,
+                        None,
+                        None,
+                        StateWidth::U8,
+                    ),
                 }
             }
             _ if args => plain_pass::<O, R, I, S, true>(s, &ctx, out, arg_u, arg_e),
@@ -393,8 +424,12 @@ struct Chunk<'a>(&'a [Slot]);
 /// The register state of one chunk of `V` output vectors.
 struct Acc<S: Simd, const V: usize> {
     val: [S::F32; V],
-    /// Max/min: per lane, the row-relative ordinal of the winning edge (-1: none).
+    /// Max/min: per lane, the ordinal of the winning edge in its row's CSR
+    /// order (the row's first edge until a message replaces the identity).
     ord: [S::I32; V],
+    /// Max/min: the ordinal of the walk's first edge (0 in the plain pass,
+    /// the entry's row offset in the blocked one).
+    base: i32,
     /// Ordered max/min: the sum of the messages (see [`reduce::fold_probe`]).
     probe: S::F32,
 }
@@ -409,10 +444,28 @@ impl<S: Simd, const V: usize> Clone for Acc<S, V> {
 impl<S: Simd, const V: usize> Copy for Acc<S, V> {}
 
 impl<S: Simd, const V: usize> Acc<S, V> {
-    /// Accumulators `val` whose lanes name winning ordinal `ord` until a
-    /// message replaces them.
+    /// Accumulators `val` whose lanes name winning ordinals `ord` until a
+    /// message replaces them, for a walk whose first edge has ordinal `base`.
     #[inline(always)]
-    fn new(s: S, val: [S::F32; V], ord: i32) -> Self {
-        Acc { val, ord: [s.splat_i32(ord); V], probe: s.splat(0.0) }
+    fn new(s: S, val: [S::F32; V], ord: [S::I32; V], base: i32) -> Self {
+        Acc { val, ord, base, probe: s.splat(0.0) }
+    }
+}
+
+/// `dst[l] = table[idx[l]]` for every `l < dst.len() <= LANES`.
+///
+/// # Safety
+/// `idx[l] < table.len()` for those lanes.
+#[inline(always)]
+pub(super) unsafe fn gather_ids<S: Simd, I: Index>(s: S, table: &[I], idx: S::I32, dst: &mut [I]) {
+    debug_assert!(dst.len() <= S::LANES);
+    // SAFETY: `Index` is sealed to `i32` and `i64`, so the size names the
+    // type; addresses as guaranteed by the caller, `dst` is writable.
+    unsafe {
+        if size_of::<I>() == 4 {
+            s.gather_i32(table.as_ptr().cast(), idx, dst.as_mut_ptr().cast(), dst.len());
+        } else {
+            s.gather_i64(table.as_ptr().cast(), idx, dst.as_mut_ptr().cast(), dst.len());
+        }
     }
 }

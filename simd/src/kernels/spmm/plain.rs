@@ -3,7 +3,7 @@
 //! the cache), arg ids looked up after the row.
 
 use super::reduce::reduce_chunk;
-use super::{Acc, Chunk, Chunks, Ctx};
+use super::{Acc, Chunk, Chunks, Ctx, gather_ids};
 use crate::Index;
 use crate::isa::{Simd, Task};
 use crate::kernels::common::{EdgeIds, Slot, balanced_bounds, dot, num_parts, split_opt, split_rows, store_or_stream};
@@ -120,7 +120,7 @@ unsafe fn plain_chunk<O: BinaryOp, R: Reducer, I: Index, S: Simd, const ARGS: bo
             let slots: &[Slot; $v] = chunk.0.try_into().expect("chunk sizes are 1, 2, 4 or 8");
             // A lane no message replaces (all were the identity, ±inf) is
             // won by the row's first edge, as in the reference: ordinal 0.
-            let mut acc = Acc::<S, $v>::new(s, [s.splat(R::IDENTITY); $v], 0);
+            let mut acc = Acc::<S, $v>::new(s, [s.splat(R::IDENTITY); $v], [s.splat_i32(0); $v], 0);
             // SAFETY: forwarded from the caller.
             unsafe { reduce_chunk::<O, R, I, S, $v, ARGS>(s, ctx, v, edges.clone(), slots, &mut acc) };
             let deg = edges.len();
@@ -221,24 +221,6 @@ impl<I: Index> ArgSink<'_, I> {
         }
         if let Some(a) = self.arg_e.as_deref_mut() {
             a[o] = self.ids.eids[k];
-        }
-    }
-}
-
-/// `dst[l] = table[idx[l]]` for every `l < dst.len() <= LANES`.
-///
-/// # Safety
-/// `idx[l] < table.len()` for those lanes.
-#[inline(always)]
-unsafe fn gather_ids<S: Simd, I: Index>(s: S, table: &[I], idx: S::I32, dst: &mut [I]) {
-    debug_assert!(dst.len() <= S::LANES);
-    // SAFETY: `Index` is sealed to `i32` and `i64`, so the size names the
-    // type; addresses as guaranteed by the caller, `dst` is writable.
-    unsafe {
-        if size_of::<I>() == 4 {
-            s.gather_i32(table.as_ptr().cast(), idx, dst.as_mut_ptr().cast(), dst.len());
-        } else {
-            s.gather_i64(table.as_ptr().cast(), idx, dst.as_mut_ptr().cast(), dst.len());
         }
     }
 }
