@@ -10,7 +10,8 @@
 //!   one contiguous run that the screen reads in row order anyway. Each of
 //!   them is compared with a whole vector of the row's ids (AVX-512: per
 //!   16 ids one `vpcmpeqd` into a k-mask, or two `vpcmpeqq` for `i64`,
-//!   ORed), and the row is good when every lane found its edge. That is `deg × row_len / 16`
+//!   ORed; `i32` ids at AVX2: a `vpxor` and a `vpminud` per 8 ids,
+//!   [`all_near`]), and the row is good when every lane found its edge. That is `deg × row_len / 16`
 //!   compares and no random load: at degree 16 and d = 128, 128 compares
 //!   for the row against the lookup's 128 random loads.
 //! - **lookup** (hubs, rows of one vector, and `i64` ids at levels without
@@ -128,7 +129,7 @@ impl<I: Index> Task for Screen<'_, I> {
             }
             if in_edges.len() <= max_degree {
                 if let (Some(ids), Some(set)) = (I::as_i32s(row), I::as_i32s(in_edges)) {
-                    return !all_in(ids, set);
+                    return !if S::REGISTERS < 32 { all_near(ids, set) } else { all_in(ids, set) };
                 }
                 if S::COMPARES_I64
                     && let (Some(ids), Some(set)) = (I::as_i64s(row), I::as_i64s(in_edges))
@@ -234,6 +235,55 @@ fn group_in<T: LaneId, const G: usize>(vectors: &mut &[[T; WIDTH]], set: &[T]) -
     found.iter().all(|f| *f == [T::FOUND; WIDTH])
 }
 
+/// [`all_in`] for `i32` ids at levels without mask registers (AVX2): each
+/// lane keeps its smallest distance to a member, the unsigned minimum of
+/// `id ^ member`, zero exactly when the id is one. [`all_in`]'s OR of
+/// compare masks reads the same, but at AVX2 LLVM turns it into a masked
+/// store of all-ones to found vectors on the stack (`vpmaskmovd`, 8 per
+/// member at a group of 4 vectors), which Zen 3 runs at several cycles
+/// each; the screen took 40 ms on uniform 2^16 / 2^20 at d = 128 there.
+/// Here a member costs one `vpxor` and one `vpminud` per vector, and the
+/// distances stay in registers (8 ymm at a group of 4 vectors of 16 ids;
+/// the closing OR folds them without taking their address, which would
+/// keep them on the stack): 3.2 ms (docs/PERFORMANCE.md, "Max/min
+/// backward: scatter or pull"). A short last vector is padded with
+/// `set[0]`, which is found.
+#[inline(always)]
+fn all_near(ids: &[i32], set: &[i32]) -> bool {
+    let (whole, tail) = ids.as_chunks::<WIDTH>();
+    let mut rest = whole;
+    while !rest.is_empty() {
+        let ok = match rest.len() {
+            4.. => group_near::<4>(&mut rest, set),
+            2.. => group_near::<2>(&mut rest, set),
+            _ => group_near::<1>(&mut rest, set),
+        };
+        if !ok {
+            return false;
+        }
+    }
+    let mut last = [[set[0]; WIDTH]];
+    last[0][..tail.len()].copy_from_slice(tail);
+    tail.is_empty() || group_near::<1>(&mut &last[..], set)
+}
+
+/// Whether every lane of the first `G` vectors of `vectors` is one of
+/// `set` (and moves `vectors` past them), by distances ([`all_near`]).
+#[inline(always)]
+fn group_near<const G: usize>(vectors: &mut &[[i32; WIDTH]], set: &[i32]) -> bool {
+    let (group, rest) = vectors.split_at(G);
+    *vectors = rest;
+    let mut nearest = [[u32::MAX; WIDTH]; G];
+    for &member in set {
+        for (n, v) in nearest.iter_mut().zip(group) {
+            for (n, &id) in n.iter_mut().zip(v) {
+                *n = (*n).min((id ^ member) as u32);
+            }
+        }
+    }
+    nearest.iter().flatten().fold(0, |any, &n| any | n) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,7 +385,7 @@ mod tests {
         }
     }
 
-    /// Every group size (8, 4, 2, 1 vectors) and the padded tail: a miss
+    /// Every group size (8, 4, 2, 1 vectors), both forms and the padded tail: a miss
     /// in any lane is found, and the padding is never one.
     #[test]
     fn all_in_checks_every_given_lane_and_only_those() {
@@ -344,13 +394,14 @@ mod tests {
         for n in [1, 5, 16, 17, 32, 48, 64, 100, 128, 143, 16 * 15 + 3] {
             let ids: Vec<i32> = (0..n).map(|l| set[l % 3]).collect();
             let ids64: Vec<i64> = ids.iter().map(|&e| e.into()).collect();
-            assert!(all_in(&ids, &set) && all_in(&ids64, &set64), "{n} ids");
+            assert!(all_in(&ids, &set) && all_in(&ids64, &set64) && all_near(&ids, &set), "{n} ids");
             for miss in 0..n {
                 let (mut bad, mut bad64) = (ids.clone(), ids64.clone());
                 bad[miss] = 7;
                 // Equal to a member in its low 32 bits only.
                 bad64[miss] = (1 << 32) | 5;
                 assert!(!all_in(&bad, &set), "{n} ids, miss at {miss}");
+                assert!(!all_near(&bad, &set), "{n} ids by distance, miss at {miss}");
                 assert!(!all_in(&bad64, &set64), "{n} i64 ids, miss at {miss}");
             }
         }
