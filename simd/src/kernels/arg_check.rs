@@ -239,14 +239,14 @@ fn group_in<T: LaneId, const G: usize>(vectors: &mut &[[T; WIDTH]], set: &[T]) -
 /// lane keeps its smallest distance to a member, the unsigned minimum of
 /// `id ^ member`, zero exactly when the id is one. [`all_in`]'s OR of
 /// compare masks reads the same, but at AVX2 LLVM turns it into a masked
-/// store of all-ones to found vectors on the stack (`vpmaskmovd`, 8 per
-/// member at a group of 4 vectors), which Zen 3 runs at several cycles
-/// each; the screen took 40 ms on uniform 2^16 / 2^20 at d = 128 there.
-/// Here a member costs one `vpxor` and one `vpminud` per vector, and the
+/// store of all-ones to found vectors on the stack (one `vpmaskmovd` per
+/// vector and member), which Zen 3 runs at several cycles each; the
+/// screen took 49–68 ms on uniform 2^16 / 2^20 at d = 128 there. Here a
+/// member costs one `vpxor` and one `vpminud` per vector, and the
 /// distances stay in registers (8 ymm at a group of 4 vectors of 16 ids;
 /// the closing OR folds them without taking their address, which would
-/// keep them on the stack): 3.2 ms (docs/PERFORMANCE.md, "Max/min
-/// backward: scatter or pull"). A short last vector is padded with
+/// keep them on the stack): 2.8–3.7 ms (docs/PERFORMANCE.md, "The screen
+/// at AVX2"). A short last vector is padded with
 /// `set[0]`, which is found.
 #[inline(always)]
 fn all_near(ids: &[i32], set: &[i32]) -> bool {
