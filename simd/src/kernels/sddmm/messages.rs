@@ -8,12 +8,20 @@ use crate::isa::Simd;
 use crate::kernels::common::{Slot, dot, store_or_stream};
 use crate::op::{BinaryOp, Target};
 
+/// The row lengths, in vectors, that the dense message forms compile for.
+/// 16 is d = 128 at AVX2's 8 lanes (AVX-512 needs only 8): without it the
+/// single-head u_dot_v at d = 128 ran the general slot loop on CPUs without
+/// AVX-512, and on the Zen 3 VM took 1.4x the time of the 4-head one, which
+/// gathers the same rows (`docs/PERFORMANCE.md`, "Dense dots at AVX2").
+/// Each length is one more copy of the walks per op and index type.
+pub(super) const DENSE_VECTORS: [usize; 5] = [1, 2, 4, 8, 16];
+
 /// An edge walk's messages as whole vectors, both operands contiguous:
 /// `heads` dots of `vectors` vectors laid head after head (as
 /// [`DenseDot`]), or one elementwise message of `vectors` vectors.
 pub(super) struct DenseEdges {
     pub(super) heads: usize,
-    /// 1, 2, 4 or 8.
+    /// 1, 2, 4, 8 or 16 (see [`DENSE_VECTORS`]).
     pub(super) vectors: usize,
 }
 
@@ -35,7 +43,7 @@ impl DenseEdges {
             }
         };
         let laid_out = ctx.slots.iter().enumerate().all(|(i, sl)| *sl == slot(i));
-        (k == v * l && matches!(v, 1 | 2 | 4 | 8) && laid_out).then_some(Self { heads, vectors: v })
+        (k == v * l && DENSE_VECTORS.contains(&v) && laid_out).then_some(Self { heads, vectors: v })
     }
 }
 
@@ -161,7 +169,7 @@ pub(super) unsafe fn message<O: BinaryOp, S: Simd>(
 /// gathered by column id (either walk).
 pub(super) struct DenseDot {
     pub(super) heads: usize,
-    /// K in vectors: 1, 2, 4 or 8.
+    /// K in vectors: 1, 2, 4, 8 or 16 (see [`DENSE_VECTORS`]).
     pub(super) vectors: usize,
     /// The lhs is the row-side operand (else the rhs is).
     pub(super) row_is_lhs: bool,
@@ -179,7 +187,7 @@ impl DenseDot {
             && O::USE_LHS
             && O::USE_RHS
             && k == v * S::LANES
-            && matches!(v, 1 | 2 | 4 | 8)
+            && DENSE_VECTORS.contains(&v)
             && head_after_head
             && ctx.lhs.contiguous
             && ctx.rhs.contiguous

@@ -178,8 +178,9 @@ fn the_edge_walk_is_bitwise_the_csr_walks_at_every_level() {
     use crate::op::{Add, Mul, Sub};
     let (src_dst, dst_src, src_edge) =
         ((Target::Src, Target::Dst), (Target::Dst, Target::Src), (Target::Src, Target::Edge));
-    // Dense dots of 1, 2, 4 and 8 AVX-512 vectors, several heads, and
-    // lengths the dense loop does not take (48 = 3 vectors, 5). Under
+    // Dense dots of 1, 2, 4 and 8 AVX-512 vectors (128 is 16 at AVX2, 64
+    // is 16 at 128-bit vectors), several heads, and lengths the dense loop
+    // does not take (48 = 3 vectors, 5; 128 at 128-bit vectors). Under
     // Miri, which interprets every lane, the rows of at most two
     // vectors (the dense path, a partial vector, heads).
     let dots: &[[usize; 2]] = if cfg!(miri) {
@@ -193,7 +194,7 @@ fn the_edge_walk_is_bitwise_the_csr_walks_at_every_level() {
     }
     // Dense elementwise rows, rows with a partial vector, a broadcast
     // operand, and an edge operand (the general loop).
-    for &d in if cfg!(miri) { &[32, 5][..] } else { &[16, 32, 64, 5, 40] } {
+    for &d in if cfg!(miri) { &[32, 5][..] } else { &[16, 32, 64, 128, 5, 40] } {
         edge_walk_matches::<Add, i32>((&[d], &[d]), src_dst);
         edge_walk_matches::<Sub, i64>((&[d], &[d]), dst_src);
         edge_walk_matches::<Mul, i32>((&[d], &[1]), src_edge);

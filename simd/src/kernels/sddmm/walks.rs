@@ -58,30 +58,51 @@ pub(super) struct PlainRows<'a, O, I: Index, K> {
 impl<O: BinaryOp, I: Index, K: MessageSink + Send> Task for PlainRows<'_, O, I, K> {
     type Output = ();
     #[inline(always)]
-    fn run<S: Simd>(mut self, s: S) {
-        if let Some(dense) = DenseDot::of::<O, S>(&self.ctx) {
-            for r in self.rows.clone() {
-                // SAFETY: as below, and `DenseDot::of` checked the operands.
-                unsafe {
-                    match dense.vectors {
-                        1 => dense_dots::<O, I, S, 1>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
-                        2 => dense_dots::<O, I, S, 2>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
-                        4 => dense_dots::<O, I, S, 4>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
-                        _ => dense_dots::<O, I, S, 8>(s, &self.ctx, &dense, r, self.csr.row_range(r), &mut self.sink),
-                    }
-                }
-            }
-        } else {
-            for r in self.rows {
-                // SAFETY: the row range of a validated CSR indexes its own id
-                // arrays (`ctx.ids` = the CSR's); rows are split disjointly, and
-                // the sink is this task's.
-                unsafe { edge_messages::<O, I, S>(s, &self.ctx, r, self.csr.row_range(r), &mut self.sink) };
-            }
-        }
-        if self.ctx.stream_out {
+    fn run<S: Simd>(self, s: S) {
+        let Self { ctx, csr, rows, mut sink, .. } = self;
+        // SAFETY: the row range of a validated CSR indexes its own id arrays
+        // (`ctx.ids` = the CSR's); rows are split disjointly, and the sink is
+        // this task's.
+        unsafe { row_messages::<O, I, S>(s, &ctx, rows.map(|r| (r, csr.row_range(r))), &mut sink) };
+        if ctx.stream_out {
             // The task's streamed messages are visible before it reports done.
             s.store_fence();
+        }
+    }
+}
+
+/// The messages of each `(r, slots)` of `rows` (a row and its slots of
+/// `ctx.ids`), in the dense dot form where [`DenseDot::of`] takes the
+/// operands, else by the general loop. The CSR walk and the blocked walk
+/// share it: the blocked one ran the general loop alone before, at a cost
+/// measured in `docs/PERFORMANCE.md`, "Dense dots at AVX2".
+///
+/// # Safety
+/// Each `(r, slots)` as for [`edge_messages`].
+#[inline(always)]
+unsafe fn row_messages<O: BinaryOp, I: Index, S: Simd>(
+    s: S,
+    ctx: &Ctx<'_, I>,
+    rows: impl Iterator<Item = (usize, std::ops::Range<usize>)>,
+    sink: &mut impl MessageSink,
+) {
+    let Some(dense) = DenseDot::of::<O, S>(ctx) else {
+        for (r, slots) in rows {
+            // SAFETY: forwarded.
+            unsafe { edge_messages::<O, I, S>(s, ctx, r, slots, sink) };
+        }
+        return;
+    };
+    for (r, slots) in rows {
+        // SAFETY: forwarded, and `DenseDot::of` checked the operands.
+        unsafe {
+            match dense.vectors {
+                1 => dense_dots::<O, I, S, 1>(s, ctx, &dense, r, slots, sink),
+                2 => dense_dots::<O, I, S, 2>(s, ctx, &dense, r, slots, sink),
+                4 => dense_dots::<O, I, S, 4>(s, ctx, &dense, r, slots, sink),
+                8 => dense_dots::<O, I, S, 8>(s, ctx, &dense, r, slots, sink),
+                _ => dense_dots::<O, I, S, 16>(s, ctx, &dense, r, slots, sink),
+            }
         }
     }
 }
@@ -99,14 +120,12 @@ impl<O: BinaryOp, I: Index> Task for BlockEntries<'_, '_, O, I> {
     #[inline(always)]
     fn run<S: Simd>(self, s: S) {
         let mut sink = Direct { out: self.ctx.out, out_len: self.ctx.out_len };
-        for j in self.entries {
-            let (v, slots) = self.layout.entry(j);
-            // SAFETY: the slot range of an entry indexes the layout's id
-            // arrays (`ctx.ids`); the layout matches the in-CSR, so `v` is a
-            // destination row. Every edge is in one entry of one block and
-            // entries are split disjointly.
-            unsafe { edge_messages::<O, I, S>(s, &self.ctx, v, slots, &mut sink) };
-        }
+        let entries = self.entries.map(|j| self.layout.entry(j));
+        // SAFETY: the slot range of an entry indexes the layout's id arrays
+        // (`ctx.ids`); the layout matches the in-CSR, so its row is a
+        // destination row. Every edge is in one entry of one block and
+        // entries are split disjointly.
+        unsafe { row_messages::<O, I, S>(s, &self.ctx, entries, &mut sink) };
         if self.ctx.stream_out {
             s.store_fence();
         }
@@ -135,7 +154,8 @@ impl<O: BinaryOp, I: Index> Task for EdgeRange<'_, '_, O, I> {
             Some(DenseEdges { heads, vectors: 1 }) => self.walk_dense::<S, 1>(s, heads),
             Some(DenseEdges { heads, vectors: 2 }) => self.walk_dense::<S, 2>(s, heads),
             Some(DenseEdges { heads, vectors: 4 }) => self.walk_dense::<S, 4>(s, heads),
-            Some(DenseEdges { heads, .. }) => self.walk_dense::<S, 8>(s, heads),
+            Some(DenseEdges { heads, vectors: 8 }) => self.walk_dense::<S, 8>(s, heads),
+            Some(DenseEdges { heads, .. }) => self.walk_dense::<S, 16>(s, heads),
             // SAFETY: `walk` passes edges of the validated list, whose node
             // ids are in bounds for the operands, from this task's disjoint
             // range of positions only, and each edge id occurs at one
