@@ -76,6 +76,7 @@ impl Simd for Avx128 {
     const REGISTERS: usize = 16;
     const NAME: &'static str = "avx128";
     const COMPARES_I64: bool = true;
+    const EDGE_OFFSETS_GATHER: bool = false;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

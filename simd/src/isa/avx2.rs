@@ -52,6 +52,7 @@ impl Simd for Avx2 {
     const REGISTERS: usize = 16;
     const NAME: &'static str = "avx2";
     const COMPARES_I64: bool = true;
+    const EDGE_OFFSETS_GATHER: bool = false;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

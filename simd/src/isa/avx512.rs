@@ -62,6 +62,7 @@ impl Simd for Avx512 {
     const REGISTERS: usize = 32;
     const NAME: &'static str = "avx512";
     const COMPARES_I64: bool = true;
+    const EDGE_OFFSETS_GATHER: bool = true;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

@@ -96,6 +96,12 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// the lookups it replaces there (56 against 6.8–8.1 ms, uniform 2^16 /
     /// 2^20, d = 128; `kernels/arg_check.rs`).
     const COMPARES_I64: bool;
+    /// Whether [`Simd::edge_offsets`] looks its lanes up at once (one
+    /// `vpgatherdd`: AVX-512) rather than lane by lane. Below AVX-512 a
+    /// caller that only compares what it looks up does better with plain
+    /// loads of its own: the `arg_e` screen's lookups went 1.3–1.7× faster
+    /// that way at AVX2 on the Zen 3 VM (`kernels/arg_check.rs`).
+    const EDGE_OFFSETS_GATHER: bool;
 
     /// Runs `task` compiled for this ISA: the one place target features are
     /// switched on. Call it above the row loop, once per worker task.

@@ -25,6 +25,7 @@ impl Simd for Portable {
     const REGISTERS: usize = 8;
     const NAME: &'static str = "portable";
     const COMPARES_I64: bool = false;
+    const EDGE_OFFSETS_GATHER: bool = false;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

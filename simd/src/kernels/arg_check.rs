@@ -10,15 +10,16 @@
 //!   one contiguous run that the screen reads in row order anyway. Each of
 //!   them is compared with a whole vector of the row's ids (AVX-512: per
 //!   16 ids one `vpcmpeqd` into a k-mask, or two `vpcmpeqq` for `i64`,
-//!   ORed; `i32` ids at AVX2: a `vpxor` and a `vpminud` per 8 ids,
-//!   [`all_near`]), and the row is good when every lane found its edge. That is `deg × row_len / 16`
+//!   ORed; at AVX2 a `vpxor` and a `vpminud` per 8 ids, [`all_near`],
+//!   `i64` ids narrowed to their low halves first, [`all_near_narrowed`]),
+//!   and the row is good when every lane found its edge. That is `deg × row_len / 16`
 //!   compares and no random load: at degree 16 and d = 128, 128 compares
 //!   for the row against the lookup's 128 random loads.
 //! - **lookup** (hubs, rows of one vector, and `i64` ids at levels without
 //!   a 64-bit compare, [`Simd::COMPARES_I64`]): one random `edge_dst[e]`
-//!   load per element, 16 at a time with `i32` ids ([`Simd::edge_offsets`]:
-//!   one `vpgatherdd` per 16 lanes), one by one with `i64`, whose cost does
-//!   not grow with the degree. Element by element,
+//!   load per element, 16 at a time with `i32` ids at AVX-512
+//!   ([`Simd::edge_offsets`]: one `vpgatherdd` per 16 lanes), one by one
+//!   otherwise, whose cost does not grow with the degree. Element by element,
 //!   with a branch hanging on each load, it took a quarter of
 //!   copy_u_max_backward's time on RMAT 2^16 / 2^20 at d = 128 on the Zen 4
 //!   VM; vectorised, the op ran 1.11× (RMAT) and 1.30× (uniform) faster,
@@ -56,8 +57,15 @@ const WIDTH: usize = 16;
 /// (uniform); at d = 8 membership up to 8 in-edges took 1.14 against
 /// 0.51 ms on RMAT (docs/PERFORMANCE.md, "Max/min backward: scatter or pull").
 fn membership_max_degree(row_len: usize) -> usize {
-    if row_len > WIDTH { 2 * WIDTH } else { 0 }
+    if row_len > WIDTH { MAX_MEMBERS } else { 0 }
 }
+
+/// The most in-edges a row checks by membership ([`membership_max_degree`]).
+const MAX_MEMBERS: usize = 2 * WIDTH;
+
+/// `i64` ids below this fit 32 bits: [`all_near_narrowed`] applies when
+/// every in-edge does.
+const NARROWED_IDS: usize = 1 << 32;
 
 /// The first destination in `rows` whose row of `arg_e` (`row_len` ids,
 /// row `v` at `v · row_len`) is not valid, or `None`: a destination with
@@ -121,6 +129,8 @@ impl<I: Index> Task for Screen<'_, I> {
         let vector_ids = (I::as_i32s(arg_e), I::as_i32s(edge_dst));
         let mut at = Offsets([-1; ROW_STRIDE]);
         let max_degree = membership_max_degree(row_len);
+        // In-edges are edge ids, `0..num_edges`: whether each fits 32 bits.
+        let narrow_members = in_csr.num_edges() <= NARROWED_IDS;
         rows.into_iter().find(|&v| {
             let row = &arg_e[v * row_len..(v + 1) * row_len];
             let in_edges = &in_csr.eids()[in_csr.row_range(v)];
@@ -134,12 +144,21 @@ impl<I: Index> Task for Screen<'_, I> {
                 if S::COMPARES_I64
                     && let (Some(ids), Some(set)) = (I::as_i64s(row), I::as_i64s(in_edges))
                 {
-                    return !all_in(ids, set);
+                    // Narrowed only where a 64-bit compare exists too: at
+                    // the portable level (SSE2, no `pminud`) narrowed
+                    // membership took 11.8–12.1 ms against the lookup's
+                    // 3.4–6.4 (uniform 2^16, d = 32, Zen 3 VM).
+                    let narrowed = S::REGISTERS < 32 && narrow_members;
+                    return !if narrowed { all_near_narrowed(ids, set) } else { all_in(ids, set) };
                 }
             }
             match vector_ids {
-                // `v · 16 + 15` fits `i32` for every destination.
-                (Some(ids), Some(dst)) if num_dst <= (i32::MAX as usize) / ROW_STRIDE => {
+                // `v · 16 + 15` fits `i32` for every destination. Below
+                // AVX-512 `edge_offsets` goes lane by lane, and the direct
+                // loads of the last arm beat it: 1.3–1.7× on the lookup-bound
+                // cases (d = 8, RMAT at d = 32 and 128; 2^16 / 2^20) on the
+                // Zen 3 VM (docs/PERFORMANCE.md, "The screen at AVX2").
+                (Some(ids), Some(dst)) if S::EDGE_OFFSETS_GATHER && num_dst <= (i32::MAX as usize) / ROW_STRIDE => {
                     let ids = &ids[v * row_len..(v + 1) * row_len];
                     let first = (v * ROW_STRIDE) as i32;
                     ids.chunks(S::LANES).any(|chunk| {
@@ -284,6 +303,41 @@ fn group_near<const G: usize>(vectors: &mut &[[i32; WIDTH]], set: &[i32]) -> boo
     nearest.iter().flatten().fold(0, |any, &n| any | n) == 0
 }
 
+/// [`all_in`] for `i64` ids at AVX2 when every member of `set` (at most
+/// [`MAX_MEMBERS`]) is below 2^32: an id is one of them exactly when its
+/// high half is zero and its low half is one of theirs, so the test is
+/// [`all_near`] on the low halves plus one OR of the high halves.
+///
+/// In place of [`all_in`]'s OR of `vpcmpeqq` masks, which LLVM lowered
+/// there to masked stores (one `vpmaskmovq` per vector of 4 ids and
+/// member: the `i64` screen took 40–63 ms against the `i32` screen's
+/// 2.6–4.3 ms, uniform 2^16, d = 128 on the Zen 3 VM), or to a walk
+/// vectorised across the members once the found lanes stayed in
+/// registers. Narrowing 64 ids at a time to a stack buffer costs one
+/// `vshufps` per 4 ids (the low halves of two xmm) and a shift and an OR
+/// for the high halves, against 2 instructions per 8 ids and member in
+/// the test itself: 4.3–6.2 ms for that screen (docs/PERFORMANCE.md, "The
+/// screen at AVX2").
+#[inline(always)]
+fn all_near_narrowed(ids: &[i64], set: &[i64]) -> bool {
+    const CHUNK: usize = 4 * WIDTH;
+    let mut low_set = [0i32; MAX_MEMBERS];
+    let low_set = &mut low_set[..set.len()];
+    for (low, &member) in low_set.iter_mut().zip(set) {
+        *low = member as i32;
+    }
+    ids.chunks(CHUNK).all(|chunk| {
+        let mut lows = [0i32; CHUNK];
+        let mut high = 0u64;
+        for (low, &id) in lows.iter_mut().zip(chunk) {
+            // Truncation keeps the low half; the high half is checked apart.
+            *low = id as i32;
+            high |= (id as u64) >> 32;
+        }
+        high == 0 && all_near(&lows[..chunk.len()], low_set)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +399,7 @@ mod tests {
                     (v, row_len / 2, -7),                                // negative, not -1
                     (v, (row_len + 3) % row_len, in_edges(3)[0] as i64), // another destination's edge
                     (v, row_len - 1, i64::from(i32::MAX)),               // far out of range
+                    (v, row_len / 3, (1 << 32) | in_edges(v)[0] as i64), // an in-edge in its low half only
                 ]);
             }
             for (v, j, bad) in bad_elements {
@@ -359,8 +414,13 @@ mod tests {
             for arg_e in &cases {
                 let dst32: Vec<i32> = edge_dst.iter().map(|&d| d as i32).collect();
                 let arg32: Vec<i32> = arg_e.iter().map(|&e| e as i32).collect();
+                // Narrowed to `i32`, the low-half-only edge is the edge itself.
+                let arg32_wide: Vec<i64> = arg32.iter().map(|&e| e.into()).collect();
                 for rows in [0..num_dst, 3..num_dst, 0..0] {
-                    let want = rows.clone().find(|&v| !valid(&edge_dst, &arg_e[v * row_len..(v + 1) * row_len], v));
+                    let first_bad = |arg_e: &[i64]| {
+                        rows.clone().find(|&v| !valid(&edge_dst, &arg_e[v * row_len..(v + 1) * row_len], v))
+                    };
+                    let (want, want32) = (first_bad(arg_e), first_bad(&arg32_wide));
                     for level in IsaLevel::tested() {
                         let got64 =
                             with_level(level, || first_bad_arg_row(csr64, &edge_dst, arg_e, row_len, rows.clone()));
@@ -368,7 +428,7 @@ mod tests {
                             with_level(level, || first_bad_arg_row(csr32, &dst32, &arg32, row_len, rows.clone()));
                         let what = format!("row_len {row_len}, rows {rows:?}, {level:?}");
                         assert_eq!(got64.unwrap().unwrap(), want, "i64, {what}");
-                        assert_eq!(got32.unwrap().unwrap(), want, "i32, {what}");
+                        assert_eq!(got32.unwrap().unwrap(), want32, "i32, {what}");
                     }
                 }
                 // Rows past the end of `arg_e` or of the graph, and a short
@@ -385,7 +445,7 @@ mod tests {
         }
     }
 
-    /// Every group size (8, 4, 2, 1 vectors), both forms and the padded tail: a miss
+    /// Every group size (8, 4, 2, 1 vectors), every form and the padded tail: a miss
     /// in any lane is found, and the padding is never one.
     #[test]
     fn all_in_checks_every_given_lane_and_only_those() {
@@ -395,6 +455,7 @@ mod tests {
             let ids: Vec<i32> = (0..n).map(|l| set[l % 3]).collect();
             let ids64: Vec<i64> = ids.iter().map(|&e| e.into()).collect();
             assert!(all_in(&ids, &set) && all_in(&ids64, &set64) && all_near(&ids, &set), "{n} ids");
+            assert!(all_near_narrowed(&ids64, &set64), "{n} i64 ids narrowed");
             for miss in 0..n {
                 let (mut bad, mut bad64) = (ids.clone(), ids64.clone());
                 bad[miss] = 7;
@@ -403,6 +464,9 @@ mod tests {
                 assert!(!all_in(&bad, &set), "{n} ids, miss at {miss}");
                 assert!(!all_near(&bad, &set), "{n} ids by distance, miss at {miss}");
                 assert!(!all_in(&bad64, &set64), "{n} i64 ids, miss at {miss}");
+                assert!(!all_near_narrowed(&bad64, &set64), "{n} i64 ids narrowed, miss at {miss}");
+                bad64[miss] = -1;
+                assert!(!all_near_narrowed(&bad64, &set64), "{n} i64 ids narrowed, -1 at {miss}");
             }
         }
     }
