@@ -310,7 +310,7 @@ fn group_near<const G: usize>(vectors: &mut &[[i32; WIDTH]], set: &[i32]) -> boo
 ///
 /// In place of [`all_in`]'s OR of `vpcmpeqq` masks, which LLVM lowered
 /// there to masked stores (one `vpmaskmovq` per vector of 4 ids and
-/// member: the `i64` screen took 40–63 ms against the `i32` screen's
+/// member: the `i64` screen took 35–63 ms against the `i32` screen's
 /// 2.6–4.3 ms, uniform 2^16, d = 128 on the Zen 3 VM), or to a walk
 /// vectorised across the members once the found lanes stayed in
 /// registers. Narrowing 64 ids at a time to a stack buffer costs one
