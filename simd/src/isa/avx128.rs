@@ -77,6 +77,7 @@ impl Simd for Avx128 {
     const NAME: &'static str = "avx128";
     const COMPARES_I64: bool = true;
     const EDGE_OFFSETS_GATHER: bool = false;
+    const MIN_U32: bool = true;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

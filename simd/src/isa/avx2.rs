@@ -53,6 +53,7 @@ impl Simd for Avx2 {
     const NAME: &'static str = "avx2";
     const COMPARES_I64: bool = true;
     const EDGE_OFFSETS_GATHER: bool = false;
+    const MIN_U32: bool = true;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

@@ -63,6 +63,7 @@ impl Simd for Avx512 {
     const NAME: &'static str = "avx512";
     const COMPARES_I64: bool = true;
     const EDGE_OFFSETS_GATHER: bool = true;
+    const MIN_U32: bool = true;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

@@ -102,6 +102,14 @@ pub trait Simd: Copy + Send + Sync + 'static {
     /// loads of its own: the `arg_e` screen's lookups went 1.3–1.7× faster
     /// that way at AVX2 on the Zen 3 VM (`kernels/arg_check.rs`).
     const EDGE_OFFSETS_GATHER: bool;
+    /// Whether `u32` lanes have a one-instruction minimum (`pminud`,
+    /// SSE4.1: every level but the portable one, which the compiler maps
+    /// onto SSE2 and emulates it with a sign flip, a compare and a blend).
+    /// The `arg_e` screen's distance test is built on it; at the portable
+    /// level the compare test it replaces at AVX2 ran 2.0–5.0× faster on
+    /// the uniform graph (2^16 / 2^20, d = 32 / 128) and level on RMAT
+    /// (Zen 3 VM; `kernels/arg_check.rs`).
+    const MIN_U32: bool;
 
     /// Runs `task` compiled for this ISA: the one place target features are
     /// switched on. Call it above the row loop, once per worker task.

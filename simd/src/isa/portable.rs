@@ -26,6 +26,7 @@ impl Simd for Portable {
     const NAME: &'static str = "portable";
     const COMPARES_I64: bool = false;
     const EDGE_OFFSETS_GATHER: bool = false;
+    const MIN_U32: bool = false;
 
     #[inline(always)]
     fn vectorize<T: Task>(self, task: T) -> T::Output {

@@ -10,13 +10,15 @@
 //!   one contiguous run that the screen reads in row order anyway. Each of
 //!   them is compared with a whole vector of the row's ids (AVX-512: per
 //!   16 ids one `vpcmpeqd` into a k-mask, or two `vpcmpeqq` for `i64`,
-//!   ORed; at AVX2 a `vpxor` and a `vpminud` per 8 ids, [`all_near`],
-//!   `i64` ids narrowed to their low halves first, [`all_near_narrowed`]),
+//!   ORed; at AVX2 a `vpxor` and a `vpminud` per 8 ids, [`all_near`];
+//!   at the portable level `pcmpeqd` and `por` per 4 ids; below AVX-512
+//!   `i64` ids narrowed to their low halves first, [`all_in_narrowed`]),
 //!   and the row is good when every lane found its edge. That is `deg × row_len / 16`
 //!   compares and no random load: at degree 16 and d = 128, 128 compares
 //!   for the row against the lookup's 128 random loads.
-//! - **lookup** (hubs, rows of one vector, and `i64` ids at levels without
-//!   a 64-bit compare, [`Simd::COMPARES_I64`]): one random `edge_dst[e]`
+//! - **lookup** (hubs, rows of one vector, and `i64` rows whose in-edges
+//!   pass 2^32 at the level without a 64-bit compare,
+//!   [`Simd::COMPARES_I64`]): one random `edge_dst[e]`
 //!   load per element, 16 at a time with `i32` ids at AVX-512
 //!   ([`Simd::edge_offsets`]: one `vpgatherdd` per 16 lanes), one by one
 //!   otherwise, whose cost does not grow with the degree. Element by element,
@@ -63,7 +65,7 @@ fn membership_max_degree(row_len: usize) -> usize {
 /// The most in-edges a row checks by membership ([`membership_max_degree`]).
 const MAX_MEMBERS: usize = 2 * WIDTH;
 
-/// `i64` ids below this fit 32 bits: [`all_near_narrowed`] applies when
+/// `i64` ids below this fit 32 bits: [`all_in_narrowed`] applies when
 /// every in-edge does.
 const NARROWED_IDS: usize = 1 << 32;
 
@@ -131,6 +133,14 @@ impl<I: Index> Task for Screen<'_, I> {
         let max_degree = membership_max_degree(row_len);
         // In-edges are edge ids, `0..num_edges`: whether each fits 32 bits.
         let narrow_members = in_csr.num_edges() <= NARROWED_IDS;
+        // Below AVX-512 (no k-masks) the `i32` test goes by distance where
+        // `pminud` exists (AVX2, avx128). The portable level's compares
+        // (SSE2 `pcmpeqd` and `por`: no masked store to lower the OR to)
+        // beat its emulated minimum 2.0–5.0× on the uniform graph, level on
+        // RMAT (2^16 / 2^20, d = 32 / 128, Zen 3 VM; docs/PERFORMANCE.md,
+        // "The screen at AVX2").
+        let by_distance = S::REGISTERS < 32 && S::MIN_U32;
+        let all_in32 = |ids: &[i32], set: &[i32]| if by_distance { all_near(ids, set) } else { all_in(ids, set) };
         rows.into_iter().find(|&v| {
             let row = &arg_e[v * row_len..(v + 1) * row_len];
             let in_edges = &in_csr.eids()[in_csr.row_range(v)];
@@ -139,17 +149,17 @@ impl<I: Index> Task for Screen<'_, I> {
             }
             if in_edges.len() <= max_degree {
                 if let (Some(ids), Some(set)) = (I::as_i32s(row), I::as_i32s(in_edges)) {
-                    return !if S::REGISTERS < 32 { all_near(ids, set) } else { all_in(ids, set) };
+                    return !all_in32(ids, set);
                 }
-                if S::COMPARES_I64
-                    && let (Some(ids), Some(set)) = (I::as_i64s(row), I::as_i64s(in_edges))
-                {
-                    // Narrowed only where a 64-bit compare exists too: at
-                    // the portable level (SSE2, no `pminud`) narrowed
-                    // membership took 11.8–12.1 ms against the lookup's
-                    // 3.4–6.4 (uniform 2^16, d = 32, Zen 3 VM).
-                    let narrowed = S::REGISTERS < 32 && narrow_members;
-                    return !if narrowed { all_near_narrowed(ids, set) } else { all_in(ids, set) };
+                if let (Some(ids), Some(set)) = (I::as_i64s(row), I::as_i64s(in_edges)) {
+                    // Below AVX-512 the 64-bit compares cost masked stores
+                    // (AVX2) or are emulated (SSE2): narrowed to 32 bits.
+                    if S::REGISTERS < 32 && narrow_members {
+                        return !all_in_narrowed(ids, set, all_in32);
+                    }
+                    if S::COMPARES_I64 {
+                        return !all_in(ids, set);
+                    }
                 }
             }
             match vector_ids {
@@ -303,23 +313,24 @@ fn group_near<const G: usize>(vectors: &mut &[[i32; WIDTH]], set: &[i32]) -> boo
     nearest.iter().flatten().fold(0, |any, &n| any | n) == 0
 }
 
-/// [`all_in`] for `i64` ids at AVX2 when every member of `set` (at most
-/// [`MAX_MEMBERS`]) is below 2^32: an id is one of them exactly when its
-/// high half is zero and its low half is one of theirs, so the test is
-/// [`all_near`] on the low halves plus one OR of the high halves.
+/// [`all_in`] for `i64` ids below AVX-512 when every member of `set` (at
+/// most [`MAX_MEMBERS`]) is below 2^32: an id is one of them exactly when
+/// its high half is zero and its low half is one of theirs, so the test is
+/// `all_in32` ([`all_near`] at AVX2 and avx128, [`all_in`] at the portable
+/// level) on the low halves plus one OR of the high halves.
 ///
-/// In place of [`all_in`]'s OR of `vpcmpeqq` masks, which LLVM lowered
-/// there to masked stores (one `vpmaskmovq` per vector of 4 ids and
+/// In place of [`all_in`]'s OR of 64-bit compare masks. At AVX2 LLVM
+/// lowered that to masked stores (one `vpmaskmovq` per vector of 4 ids and
 /// member: the `i64` screen took 35–63 ms against the `i32` screen's
 /// 2.6–4.3 ms, uniform 2^16, d = 128 on the Zen 3 VM), or to a walk
 /// vectorised across the members once the found lanes stayed in
-/// registers. Narrowing 64 ids at a time to a stack buffer costs one
-/// `vshufps` per 4 ids (the low halves of two xmm) and a shift and an OR
-/// for the high halves, against 2 instructions per 8 ids and member in
-/// the test itself: 4.3–6.2 ms for that screen (docs/PERFORMANCE.md, "The
-/// screen at AVX2").
+/// registers; SSE2 has no 64-bit compare at all. Narrowing 64 ids at a
+/// time to a stack buffer costs one `vshufps` per 4 ids (the low halves of
+/// two xmm) and a shift and an OR for the high halves, against 2
+/// instructions per 8 ids and member in the test itself: 4.3–6.2 ms for
+/// that screen (docs/PERFORMANCE.md, "The screen at AVX2").
 #[inline(always)]
-fn all_near_narrowed(ids: &[i64], set: &[i64]) -> bool {
+fn all_in_narrowed(ids: &[i64], set: &[i64], all_in32: impl Fn(&[i32], &[i32]) -> bool) -> bool {
     const CHUNK: usize = 4 * WIDTH;
     let mut low_set = [0i32; MAX_MEMBERS];
     let low_set = &mut low_set[..set.len()];
@@ -334,7 +345,7 @@ fn all_near_narrowed(ids: &[i64], set: &[i64]) -> bool {
             *low = id as i32;
             high |= (id as u64) >> 32;
         }
-        high == 0 && all_near(&lows[..chunk.len()], low_set)
+        high == 0 && all_in32(&lows[..chunk.len()], low_set)
     })
 }
 
@@ -451,11 +462,18 @@ mod tests {
     fn all_in_checks_every_given_lane_and_only_those() {
         let set = [5i32, 9, 2];
         let set64 = set.map(i64::from);
+        type Narrowed = fn(&[i64], &[i64]) -> bool;
+        let narrowed_tests: [(&str, Narrowed); 2] = [
+            ("by distance", |ids, set| all_in_narrowed(ids, set, all_near)),
+            ("by compare", |ids, set| all_in_narrowed(ids, set, all_in::<i32>)),
+        ];
         for n in [1, 5, 16, 17, 32, 48, 64, 100, 128, 143, 16 * 15 + 3] {
             let ids: Vec<i32> = (0..n).map(|l| set[l % 3]).collect();
             let ids64: Vec<i64> = ids.iter().map(|&e| e.into()).collect();
             assert!(all_in(&ids, &set) && all_in(&ids64, &set64) && all_near(&ids, &set), "{n} ids");
-            assert!(all_near_narrowed(&ids64, &set64), "{n} i64 ids narrowed");
+            for (name, narrowed) in narrowed_tests {
+                assert!(narrowed(&ids64, &set64), "{n} i64 ids narrowed, {name}");
+            }
             for miss in 0..n {
                 let (mut bad, mut bad64) = (ids.clone(), ids64.clone());
                 bad[miss] = 7;
@@ -464,9 +482,13 @@ mod tests {
                 assert!(!all_in(&bad, &set), "{n} ids, miss at {miss}");
                 assert!(!all_near(&bad, &set), "{n} ids by distance, miss at {miss}");
                 assert!(!all_in(&bad64, &set64), "{n} i64 ids, miss at {miss}");
-                assert!(!all_near_narrowed(&bad64, &set64), "{n} i64 ids narrowed, miss at {miss}");
+                for (name, narrowed) in narrowed_tests {
+                    assert!(!narrowed(&bad64, &set64), "{n} i64 ids narrowed, {name}, miss at {miss}");
+                }
                 bad64[miss] = -1;
-                assert!(!all_near_narrowed(&bad64, &set64), "{n} i64 ids narrowed, -1 at {miss}");
+                for (name, narrowed) in narrowed_tests {
+                    assert!(!narrowed(&bad64, &set64), "{n} i64 ids narrowed, {name}, -1 at {miss}");
+                }
             }
         }
     }
